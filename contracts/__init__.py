@@ -1,0 +1,1 @@
+"""The serverlab HTTP contract: calendar, test vectors and conformance checker."""
