@@ -1,0 +1,1 @@
+"""serverlab's harness: build, verify, load and report on every stack."""

@@ -1,0 +1,138 @@
+"""`make check`: build, start, verify and stop each stack, then summarise.
+
+Each stack goes through the same steps as in a benchmark (prerequisites,
+build, start, wait-ready, conformance, stop); a failure in one step is
+reported with the stack's own output and the run carries on with the next
+stack.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+
+from .errors import StepError
+from .manifest import REPO_ROOT, Manifest
+from .runner import Limits, Runner
+
+READY_TIMEOUT_S = 60.0
+CHECKER_TIMEOUT_S = 300
+
+
+@dataclass
+class CheckOutcome:
+    stack: str
+    status: str  # passed | failed | skipped
+    passed: int = 0
+    failed: int = 0
+    ready_s: float | None = None
+    reason: str = ""
+    failures: list[str] = field(default_factory=list)
+
+
+def run_conformance(manifest: Manifest, base_url: str, extra_args: tuple[str, ...] = ()) -> dict:
+    """Run the stdlib conformance checker against a running stack; returns its JSON report."""
+    command = [
+        sys.executable,
+        "-m",
+        "contracts.conformance",
+        "--base-url",
+        base_url,
+        "--display-name",
+        manifest.display_name,
+        "--json",
+        *extra_args,
+    ]
+    try:
+        result = subprocess.run(
+            command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=CHECKER_TIMEOUT_S
+        )
+    except subprocess.TimeoutExpired:
+        raise StepError(manifest.name, "conformance", f"checker ran over {CHECKER_TIMEOUT_S} s")
+    try:
+        return json.loads(result.stdout)
+    except json.JSONDecodeError:
+        raise StepError(
+            manifest.name,
+            "conformance",
+            f"checker exited {result.returncode} without a JSON report",
+            (result.stderr or result.stdout)[-3000:],
+        ) from None
+
+
+def check_stack(runner: Runner, manifest: Manifest, log=print) -> CheckOutcome:
+    outcome = CheckOutcome(manifest.name, "failed")
+    reason = runner.unavailable_reason(manifest)
+    if reason:
+        outcome.status, outcome.reason = "skipped", reason
+        log(f"[{manifest.name}] SKIPPED: {reason}")
+        return outcome
+    server = None
+    try:
+        log(f"[{manifest.name}] build")
+        started = time.monotonic()
+        if runner.build(manifest):
+            log(f"[{manifest.name}] built in {time.monotonic() - started:.1f} s")
+        server = runner.start(manifest, Limits())
+        outcome.ready_s = server.wait_ready(READY_TIMEOUT_S)
+        log(f"[{manifest.name}] ready in {outcome.ready_s:.1f} s on {server.base_url}")
+        report = run_conformance(manifest, server.base_url)
+        outcome.passed, outcome.failed = report["passed"], report["failed"]
+        outcome.failures = [
+            f"FAIL {c['id']}  {c.get('detail', '')}" for c in report["checks"] if not c["ok"]
+        ]
+        if not server.is_alive():
+            raise StepError(
+                manifest.name, "conformance", "server died during the checks", server.output_tail()
+            )
+        server.stop()
+        server = None
+        outcome.status = "passed" if outcome.failed == 0 else "failed"
+        if outcome.failed:
+            outcome.reason = f"{outcome.failed} conformance check(s) failed"
+    except StepError as exc:
+        outcome.reason = str(exc)
+        log(exc.explain())
+    finally:
+        if server is not None:
+            server.kill()
+    for line in outcome.failures:
+        log(f"[{manifest.name}] {line}")
+    return outcome
+
+
+def summary_table(outcomes: list[CheckOutcome]) -> str:
+    rows = [("stack", "result", "checks", "ready", "note")]
+    for o in outcomes:
+        checks = f"{o.passed}/{o.passed + o.failed}" if o.passed + o.failed else "-"
+        ready = f"{o.ready_s:.1f} s" if o.ready_s is not None else "-"
+        rows.append((o.stack, o.status.upper(), checks, ready, o.reason))
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    lines = []
+    for i, row in enumerate(rows):
+        lines.append("  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + "  " + row[4])
+        if i == 0:
+            lines.append("  ".join("-" * w for w in widths) + "  " + "-" * 4)
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def check_all(runner: Runner, manifests: list[Manifest]) -> int:
+    outcomes = [check_stack(runner, m) for m in manifests]
+    print()
+    print(summary_table(outcomes))
+    skipped = [o for o in outcomes if o.status == "skipped"]
+    failed = [o for o in outcomes if o.status == "failed"]
+    if skipped:
+        print()
+        print("!" * 72)
+        print(f"!! SKIPPED {len(skipped)} stack(s), toolchain missing on this machine:")
+        for o in skipped:
+            print(f"!!   {o.stack}: {o.reason}")
+        print("!" * 72)
+    passed = len(outcomes) - len(skipped) - len(failed)
+    print()
+    print(f"check: {passed} passed, {len(failed)} failed, {len(skipped)} skipped")
+    return 1 if failed else 0

@@ -1,0 +1,278 @@
+"""Native runner: build and run a stack on the host from its manifest.
+
+Build and run commands come from the manifest's [native] table and run in
+bash with the stack's folder as working directory. Servers are pinned to the
+server cores with taskset and optionally placed in a cgroup for CPU quota and
+memory limits.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import http.client
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+from .cgroups import CgroupLimits, LimitsUnavailable
+from .errors import StepError
+from .manifest import CALENDAR_FILE, REPO_ROOT, SERVERS_DIR, Manifest
+from .runner import Limits
+
+SHARED_DIR = SERVERS_DIR / "_shared"
+# Generated folders that must not trigger a rebuild.
+IGNORED_DIRS = {"target", "__pycache__", ".pytest_cache", "node_modules", "bin", "obj"}
+CLEAN_EXIT_CODES = {0, 143, 130, -signal.SIGTERM, -signal.SIGINT}
+BUILD_TIMEOUT_S = 900
+
+
+def base_env(manifest: Manifest) -> dict:
+    env = dict(os.environ)
+    env.update(
+        REPO_ROOT=str(REPO_ROOT),
+        BUILD_DIR=str(manifest.build_dir),
+        WORKDAY_CALENDAR=str(CALENDAR_FILE),
+        PYTHONUNBUFFERED="1",
+    )
+    return env
+
+
+def source_digest(manifest: Manifest) -> str:
+    """Hash of everything a native build reads: the stack's folder and _shared/."""
+    digest = hashlib.sha256(manifest.native["build"].encode())
+    for root in (manifest.folder, SHARED_DIR):
+        for path in sorted(root.rglob("*")):
+            if not path.is_file() or IGNORED_DIRS.intersection(path.relative_to(root).parts):
+                continue
+            digest.update(str(path.relative_to(REPO_ROOT)).encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def port_in_use(port: int, host: str = "127.0.0.1") -> bool:
+    with socket.socket() as sock:
+        sock.settimeout(0.5)
+        return sock.connect_ex((host, port)) == 0
+
+
+class NativeRunner:
+    name = "native"
+
+    def unavailable_reason(self, manifest: Manifest) -> str | None:
+        missing = [tool for tool in manifest.native["requires"] if not shutil.which(tool)]
+        if missing:
+            return f"toolchain not found: {', '.join(missing)}"
+        return None
+
+    def build(self, manifest: Manifest) -> bool:
+        manifest.build_dir.mkdir(parents=True, exist_ok=True)
+        stamp = manifest.build_dir / ".build-stamp"
+        digest = source_digest(manifest)
+        if stamp.is_file() and stamp.read_text() == digest:
+            return False
+        log = manifest.build_dir / "build.log"
+        with log.open("w") as out:
+            try:
+                result = subprocess.run(
+                    ["bash", "-euo", "pipefail", "-c", manifest.native["build"]],
+                    cwd=manifest.folder,
+                    env=base_env(manifest),
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    timeout=BUILD_TIMEOUT_S,
+                )
+            except subprocess.TimeoutExpired:
+                raise StepError(
+                    manifest.name, "build", f"timed out after {BUILD_TIMEOUT_S} s", tail(log)
+                ) from None
+        if result.returncode != 0:
+            raise StepError(
+                manifest.name, "build", f"exit code {result.returncode} (log: {log})", tail(log)
+            )
+        stamp.write_text(digest)
+        return True
+
+    def start(self, manifest: Manifest, limits: Limits, port: int | None = None) -> NativeServer:
+        return NativeServer(manifest, limits, port or manifest.port)
+
+    def versions(self, manifest: Manifest) -> dict:
+        result = subprocess.run(
+            ["bash", "-c", manifest.native["version"]],
+            cwd=manifest.folder,
+            env=base_env(manifest),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        text = (result.stdout or result.stderr).strip().splitlines()
+        return {"runtime_native": text[0] if text else "unknown"}
+
+
+class NativeServer:
+    """One running stack: its process group, its log and its limits."""
+
+    def __init__(self, manifest: Manifest, limits: Limits, port: int) -> None:
+        self.manifest = manifest
+        self.port = port
+        self.base_url = f"http://127.0.0.1:{port}"
+        self.log_path = manifest.build_dir / "server.log"
+        if port_in_use(port):
+            raise StepError(
+                manifest.name,
+                "start",
+                f"port {port} is already in use on 127.0.0.1; stop whatever listens there "
+                f"(e.g. `ss -ltnp 'sport = :{port}'`)",
+            )
+        self.cgroup = CgroupLimits(
+            f"serverlab-{manifest.name}-{os.getpid()}", limits.cpu_quota, limits.memory
+        )
+        try:
+            self.cgroup.create()
+        except LimitsUnavailable as exc:
+            raise StepError(manifest.name, "start", str(exc)) from None
+        self.process = self._spawn(limits)
+
+    def _spawn(self, limits: Limits) -> subprocess.Popen:
+        env = base_env(self.manifest)
+        env.update(PORT=str(self.port), HOST="127.0.0.1", **limits.extra_env)
+        workers = limits.workers()
+        if workers:
+            env["WORKERS"] = str(workers)
+        command = ["bash", "-c", self.manifest.native["run"]]
+        if limits.cpus:
+            command = ["taskset", "-c", ",".join(map(str, limits.cpus)), *command]
+        self.manifest.build_dir.mkdir(parents=True, exist_ok=True)
+        with self.log_path.open("w") as out:
+            return subprocess.Popen(
+                command,
+                cwd=self.manifest.folder,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # own process group: stop() reaches every worker
+                preexec_fn=self.cgroup.enter if self.cgroup.wanted else None,
+            )
+
+    def wait_ready(self, timeout: float = 60.0) -> float:
+        started = time.monotonic()
+        deadline = started + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise StepError(
+                    self.manifest.name,
+                    "start",
+                    f"exited with code {self.process.returncode} before it was ready",
+                    self.output_tail(),
+                )
+            if self._answers_http():
+                return time.monotonic() - started
+            time.sleep(0.2)
+        self.kill()
+        raise StepError(
+            self.manifest.name,
+            "wait-ready",
+            f"no HTTP answer on {self.base_url} within {timeout:.0f} s",
+            self.output_tail(),
+        )
+
+    def _answers_http(self) -> bool:
+        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=2)
+        try:
+            connection.request("GET", "/")
+            connection.getresponse().read()
+            return True
+        except (OSError, http.client.HTTPException):
+            return False
+        finally:
+            connection.close()
+
+    def pids(self) -> list[int]:
+        """The process group: the server and every worker it forked."""
+        pgid = self.process.pid
+        found = []
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                stat = (entry / "stat").read_text()
+                fields = stat[stat.rindex(")") + 2 :].split()
+                if int(fields[2]) == pgid:  # field 5 of stat: process group id
+                    found.append(int(entry.name))
+        return sorted(found)
+
+    def is_alive(self) -> bool:
+        return self.process.poll() is None
+
+    def output_tail(self, lines: int = 40) -> str:
+        return tail(self.log_path, lines)
+
+    def stop(self, timeout: float = 15.0) -> int:
+        """SIGTERM, wait, then SIGKILL; an unclean stop raises StepError."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.kill()
+                raise StepError(
+                    self.manifest.name,
+                    "stop",
+                    f"did not exit within {timeout:.0f} s of SIGTERM; killed",
+                    self.output_tail(),
+                ) from None
+        leftovers = self.pids()
+        self.kill()
+        code = self.process.returncode
+        if leftovers:
+            raise StepError(
+                self.manifest.name, "stop", f"left processes running after exit: {leftovers}"
+            )
+        if code not in CLEAN_EXIT_CODES:
+            raise StepError(
+                self.manifest.name, "stop", f"exit code {code} after SIGTERM", self.output_tail()
+            )
+        return code
+
+    def kill(self) -> None:
+        """Kill the whole process group, whatever state it is in; never raises."""
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(5)
+        self.cgroup.remove()
+
+    def __enter__(self) -> NativeServer:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.kill()
+
+
+def tail(path: Path, lines: int = 40) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return ""
+
+
+@contextlib.contextmanager
+def running_stack(name: str, limits: Limits | None = None, port: int | None = None):
+    """Build and start a stack for a test; yields the ready server, then kills it."""
+    from .manifest import load
+
+    runner = NativeRunner()
+    manifest = load(name)
+    reason = runner.unavailable_reason(manifest)
+    if reason:
+        raise StepError(name, "prerequisites", reason)
+    runner.build(manifest)
+    server = runner.start(manifest, limits or Limits(), port)
+    with server:
+        server.wait_ready()
+        yield server
