@@ -1,0 +1,107 @@
+// Package vectors loads the shared test data in contracts/ (the calendar,
+// contracts/vectors/workday.json and contracts/vectors/inputs.json) for the
+// Go unit tests.
+package vectors
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+)
+
+// WorkdayCase is one case of workday.json: GET /workday?at=At answers Expect.
+type WorkdayCase struct {
+	At     string `json:"at"`
+	Expect string `json:"expect"`
+	Kind   string `json:"kind"`
+	Note   string `json:"note"`
+}
+
+// Input is one query string of inputs.json, as sent on the wire.
+type Input struct {
+	Raw    string `json:"raw"`
+	KB     int    `json:"kb"`
+	Expect string `json:"expect"`
+	Note   string `json:"note"`
+}
+
+// Inputs is inputs.json.
+type Inputs struct {
+	N struct {
+		Valid   []Input `json:"valid"`
+		Hello   []Input `json:"hello"`
+		Invalid []Input `json:"invalid"`
+	} `json:"n"`
+	At struct {
+		Valid   []Input `json:"valid"`
+		Invalid []Input `json:"invalid"`
+	} `json:"at"`
+}
+
+// RepoRoot returns the repository root: the nearest directory at or above
+// the working directory (a test's package directory) holding
+// contracts/vectors/workday.json.
+func RepoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "contracts", "vectors", "workday.json")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("contracts/vectors/workday.json not found above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// CalendarPath returns the path of the shared calendar file.
+func CalendarPath() (string, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(root, "contracts", "calendar", "xshg-non-trading-weekdays.txt"), nil
+}
+
+// Workday loads workday.json.
+func Workday() ([]WorkdayCase, error) {
+	var v struct {
+		Cases []WorkdayCase `json:"cases"`
+	}
+	if err := load("workday.json", &v); err != nil {
+		return nil, err
+	}
+	if len(v.Cases) == 0 {
+		return nil, errors.New("workday.json has no cases")
+	}
+	return v.Cases, nil
+}
+
+// LoadInputs loads inputs.json.
+func LoadInputs() (*Inputs, error) {
+	var v Inputs
+	if err := load("inputs.json", &v); err != nil {
+		return nil, err
+	}
+	if len(v.N.Valid) == 0 || len(v.N.Invalid) == 0 || len(v.At.Valid) == 0 || len(v.At.Invalid) == 0 {
+		return nil, errors.New("inputs.json lacks a section")
+	}
+	return &v, nil
+}
+
+func load(name string, v any) error {
+	root, err := RepoRoot()
+	if err != nil {
+		return err
+	}
+	b, err := os.ReadFile(filepath.Join(root, "contracts", "vectors", name))
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, v)
+}
