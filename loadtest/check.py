@@ -12,7 +12,7 @@ import json
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 from .errors import StepError
 from .manifest import REPO_ROOT, Manifest
@@ -20,6 +20,7 @@ from .runner import Limits, Runner
 
 READY_TIMEOUT_S = 60.0
 CHECKER_TIMEOUT_S = 300
+LAST_CHECK_FILE = REPO_ROOT / ".build" / "last-check.json"
 
 
 @dataclass
@@ -119,8 +120,15 @@ def summary_table(outcomes: list[CheckOutcome]) -> str:
     return "\n".join(line.rstrip() for line in lines)
 
 
+def write_outcomes(outcomes: list[CheckOutcome]) -> None:
+    """Keep the last check's outcome for `make test`'s closing summary."""
+    LAST_CHECK_FILE.parent.mkdir(parents=True, exist_ok=True)
+    LAST_CHECK_FILE.write_text(json.dumps([asdict(o) for o in outcomes], indent=1))
+
+
 def check_all(runner: Runner, manifests: list[Manifest]) -> int:
     outcomes = [check_stack(runner, m) for m in manifests]
+    write_outcomes(outcomes)
     print()
     print(summary_table(outcomes))
     skipped = [o for o in outcomes if o.status == "skipped"]

@@ -49,7 +49,7 @@ def source_digest(manifest: Manifest) -> str:
         for path in sorted(root.rglob("*")):
             if not path.is_file() or IGNORED_DIRS.intersection(path.relative_to(root).parts):
                 continue
-            digest.update(str(path.relative_to(REPO_ROOT)).encode())
+            digest.update(str(path.relative_to(root)).encode())
             digest.update(path.read_bytes())
     return digest.hexdigest()
 
@@ -202,7 +202,8 @@ class NativeServer:
             with contextlib.suppress(OSError, ValueError, IndexError):
                 stat = (entry / "stat").read_text()
                 fields = stat[stat.rindex(")") + 2 :].split()
-                if int(fields[2]) == pgid:  # field 5 of stat: process group id
+                # fields[0] is the state (Z: zombie, already dead), fields[2] the group id
+                if int(fields[2]) == pgid and fields[0] != "Z":
                     found.append(int(entry.name))
         return sorted(found)
 
@@ -226,7 +227,7 @@ class NativeServer:
                     f"did not exit within {timeout:.0f} s of SIGTERM; killed",
                     self.output_tail(),
                 ) from None
-        leftovers = self.pids()
+        leftovers = self._wait_group_empty(timeout=3.0)
         self.kill()
         code = self.process.returncode
         if leftovers:
@@ -238,6 +239,13 @@ class NativeServer:
                 self.manifest.name, "stop", f"exit code {code} after SIGTERM", self.output_tail()
             )
         return code
+
+    def _wait_group_empty(self, timeout: float) -> list[int]:
+        """Give workers a moment to follow their parent out; returns any left behind."""
+        deadline = time.monotonic() + timeout
+        while (left := self.pids()) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        return left
 
     def kill(self) -> None:
         """Kill the whole process group, whatever state it is in; never raises."""

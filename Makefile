@@ -1,0 +1,95 @@
+# serverlab: one HTTP contract, many server stacks, one harness.
+# `make help` lists every target. Variables in CAPITALS are the knobs.
+
+SHELL := bash
+.DEFAULT_GOAL := help
+.SUFFIXES:
+
+PY := .venv/bin/python
+HARNESS := $(PY) -m loadtest
+
+# Knobs (see docs/methodology.md); empty means "the profile decides".
+SERVERS ?=
+SERVER ?=
+PROFILE ?= quick
+RUNNER ?=
+SCENARIOS ?=
+CONNECTIONS ?=
+DURATION ?=
+WARMUP ?=
+REPEAT ?=
+SERVER_CPUS ?=
+CLIENT_CPUS ?=
+SERVER_CPU_QUOTA ?=
+SERVER_MEMORY ?=
+RATE ?=
+TOOL ?=
+SEED ?=
+RESUME ?=
+RUN ?=
+
+# Forward only the knobs that were set, as --knob value.
+knob = $(if $(strip $($(1))),--$(2) '$(strip $($(1)))')
+BENCH_ARGS = --profile '$(PROFILE)' $(call knob,SERVERS,servers) $(call knob,RUNNER,runner) \
+	$(call knob,SCENARIOS,scenarios) $(call knob,CONNECTIONS,connections) \
+	$(call knob,DURATION,duration) $(call knob,WARMUP,warmup) $(call knob,REPEAT,repeat) \
+	$(call knob,SERVER_CPUS,server-cpus) $(call knob,CLIENT_CPUS,client-cpus) \
+	$(call knob,SERVER_CPU_QUOTA,server-cpu-quota) $(call knob,SERVER_MEMORY,server-memory) \
+	$(call knob,RATE,rate) $(call knob,TOOL,tool) $(call knob,SEED,seed) \
+	$(call knob,RESUME,resume)
+
+.PHONY: help
+help: ## List every target with one line each
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  make %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@echo
+	@echo "  Knobs: SERVERS=a,b SERVER=x PROFILE=quick RUNNER=native|docker SCENARIOS CONNECTIONS"
+	@echo "         DURATION WARMUP REPEAT SERVER_CPUS CLIENT_CPUS SERVER_CPU_QUOTA SERVER_MEMORY"
+	@echo "         RATE TOOL SEED RESUME RUN"
+
+.PHONY: bootstrap
+bootstrap: ## Install what this machine lacks (Debian packages, tooling venv)
+	@bash scripts/bootstrap.sh
+
+.PHONY: list
+list: bootstrap ## List the stacks and whether their toolchain is present
+	@$(HARNESS) list
+
+.PHONY: serve
+serve: bootstrap ## Run one stack natively in the foreground: make serve SERVER=gin
+	@test -n "$(SERVER)" || { echo "usage: make serve SERVER=<name>  (make list shows the names)"; exit 2; }
+	@$(HARNESS) serve $(SERVER)
+
+.PHONY: check
+check: bootstrap ## Build, start and verify stacks against the contract: make check [SERVERS=gin,sanic]
+	@$(HARNESS) check $(call knob,SERVERS,servers) $(call knob,RUNNER,runner)
+
+.PHONY: test
+test: bootstrap ## Every test: manifests, unit tests per language, make check, smoke bench
+	@bash scripts/test.sh
+
+.PHONY: bench
+bench: bootstrap ## Benchmark stacks and write results/<run-id>/: make bench [PROFILE=quick] [SERVERS=...]
+	@$(HARNESS) bench $(BENCH_ARGS)
+
+.PHONY: report
+report: bootstrap ## Regenerate tables, charts and report.html of a run: make report RUN=<id>
+	@test -n "$(RUN)" || { echo "usage: make report RUN=<run-id>  (see results/)"; exit 2; }
+	@$(HARNESS) report $(RUN)
+
+.PHONY: calendar
+calendar: bootstrap ## Regenerate contracts/calendar from exchange-calendars (XSHG)
+	@$(PY) contracts/calendar/generate.py
+
+.PHONY: vectors
+vectors: bootstrap ## Regenerate contracts/vectors/workday.json from exchange-calendars
+	@$(PY) contracts/vectors/generate.py
+
+.PHONY: lock
+lock: ## Re-lock requirements-dev.txt (with hashes) from requirements-dev.in
+	@python3 -m venv .build/piptools && .build/piptools/bin/pip install -q pip-tools==7.6.2
+	@.build/piptools/bin/pip-compile -q --generate-hashes --strip-extras \
+		--output-file requirements-dev.txt requirements-dev.in
+
+.PHONY: clean
+clean: ## Remove build outputs (.build/); keeps results/ and .venv
+	rm -rf .build

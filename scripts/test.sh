@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# `make test`: every test suite of the project, one stage after another.
+#
+# A failing stage does not stop the others, so one run shows every problem.
+# Stages whose toolchain is missing are skipped and listed loudly at the end;
+# the exit code is non-zero when any stage failed.
+set -uo pipefail
+
+REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$REPO_ROOT"
+PY="$REPO_ROOT/.venv/bin/python"
+rm -f .build/last-check.json
+
+declare -a PASSED=() FAILED=() SKIPPED=()
+
+stage() { # stage NAME COMMAND...
+  local name="$1"
+  shift
+  printf '\n=== %s: %s\n' "$name" "$*"
+  local started=$SECONDS
+  if "$@"; then
+    PASSED+=("$name ($((SECONDS - started)) s)")
+  else
+    FAILED+=("$name ($((SECONDS - started)) s)")
+  fi
+}
+
+skip() { # skip NAME REASON
+  printf '\n=== %s: SKIPPED (%s)\n' "$1" "$2"
+  SKIPPED+=("$1: $2")
+}
+
+python_test_dirs() {
+  local dirs=(contracts/tests loadtest/tests servers/_shared/python/tests)
+  for dir in servers/*/tests; do
+    [[ -d "$dir" && ! "$dir" == servers/_* ]] && dirs+=("$dir")
+  done
+  for dir in "${dirs[@]}"; do [[ -d "$dir" ]] && echo "$dir"; done
+}
+
+go_tests() {
+  local status=0 mod
+  for mod in $(find servers -name go.mod -not -path '*/node_modules/*' | sort); do
+    echo "--- go test $(dirname "$mod")"
+    (cd "$(dirname "$mod")" && go vet ./... && go test -count=1 ./...) || status=1
+  done
+  return $status
+}
+
+stage manifests "$PY" -m loadtest validate
+# shellcheck disable=SC2046
+stage python-unit "$PY" -m pytest -q $(python_test_dirs)
+
+if command -v go >/dev/null; then
+  stage go-unit go_tests
+else
+  skip go-unit "go not found"
+fi
+
+if [[ -f servers/_shared/java/pom.xml ]]; then
+  if command -v mvn >/dev/null && command -v java >/dev/null; then
+    stage java-unit mvn -q -B -f servers/_shared/java/pom.xml verify
+  else
+    skip java-unit "mvn or java not found"
+  fi
+fi
+
+stage check "$PY" -m loadtest check
+
+if "$PY" -m loadtest bench --help >/dev/null 2>&1; then
+  stage bench-smoke "$PY" -m loadtest bench --profile smoke --servers gin,sanic
+else
+  skip bench-smoke "harness bench command not present"
+fi
+
+echo
+echo "======================================================================"
+for s in "${PASSED[@]}"; do echo "PASSED   $s"; done
+for s in "${FAILED[@]}"; do echo "FAILED   $s"; done
+for s in "${SKIPPED[@]}"; do echo "SKIPPED  $s"; done
+# Stacks the check stage skipped for a missing toolchain, named one by one.
+"$PY" - <<'EOF'
+import json, pathlib
+path = pathlib.Path(".build/last-check.json")
+for o in json.loads(path.read_text()) if path.is_file() else []:
+    if o["status"] == "skipped":
+        print(f"SKIPPED  stack {o['stack']}: {o['reason']}")
+EOF
+echo "======================================================================"
+echo "test: ${#PASSED[@]} passed, ${#FAILED[@]} failed, ${#SKIPPED[@]} skipped"
+((${#FAILED[@]} == 0))
