@@ -63,7 +63,7 @@ def check_hello(ctx: Context) -> list:
 def _hello_clock(body: str, before: dt.datetime, after: dt.datetime) -> Outcome:
     stamp = expect.parse_hello_time(body)
     if stamp is None:
-        return failed("hello-clock", f"no YYYY-MM-DD HH:MM:SS.mmm time at the end of {expect.show(body)}")
+        return failed("hello-clock", f"expected a YYYY-MM-DD HH:MM:SS.mmm time at the end of the body, got {expect.show(body)}")
     # The stamp is truncated to milliseconds; the window covers the request.
     if stamp < before - HELLO_CLOCK_TOLERANCE or stamp > after + HELLO_CLOCK_TOLERANCE:
         offset = (stamp - before).total_seconds()
@@ -109,7 +109,7 @@ def check_hello_not_cached(ctx: Context) -> list:
             second = client.get("/").text
         t1, t2 = expect.parse_hello_time(first), expect.parse_hello_time(second)
         if t1 is None or t2 is None:
-            raise Failure(f"no hello timestamp in {expect.show(first)} / {expect.show(second)}")
+            raise Failure(f"expected two hellos with timestamps, got {expect.show(first)} and {expect.show(second)}")
         if t2 <= t1:
             raise Failure(f"expected the second hello (50 ms later) to carry a later time, got {first!r} then {second!r}")
         return f"timestamps advanced by {(t2 - t1).total_seconds() * 1000:.0f} ms"
@@ -171,10 +171,13 @@ def check_n_random(ctx: Context) -> list:
         for n in values
     ]
     failures = [o for o in _run_cases(ctx, cases) if not o.ok]
-    summary = f"{RANDOM_N_COUNT - len(failures)}/{RANDOM_N_COUNT} random n correct (seed {ctx.seed})"
     if failures:
-        return [failed("n-random", f"{summary}; each wrong one listed as n-random[n=...]")] + failures
-    return [passed("n-random", f"{summary}: {', '.join(map(str, values))}")]
+        summary = (
+            f"expected {RANDOM_N_COUNT}/{RANDOM_N_COUNT} random n right (seed {ctx.seed}), "
+            f"got {len(failures)} wrong, each listed as n-random[n=...]"
+        )
+        return [failed("n-random", summary)] + failures
+    return [passed("n-random", f"{RANDOM_N_COUNT}/{RANDOM_N_COUNT} (seed {ctx.seed}): {', '.join(map(str, values))}")]
 
 
 # -- workday ----------------------------------------------------------------
@@ -217,7 +220,10 @@ def check_workday_vectors(ctx: Context) -> list:
     ]
     total = len(cases)
     if wrong:
-        summary = failed("workday-vectors", f"{len(wrong)} of {total} cases wrong; each listed as workday-vector[...]")
+        summary = failed(
+            "workday-vectors",
+            f"expected {total}/{total} right, got {len(wrong)} wrong, each listed as workday-vector[...]",
+        )
         return [summary] + wrong
     return [passed("workday-vectors", f"{total}/{total}")]
 

@@ -88,7 +88,7 @@ def length_problems(response: Response, sent: int) -> list:
     if not (values[0].isascii() and values[0].isdigit()):
         return [f"expected a decimal Content-Length, got {values[0]!r}"]
     if int(values[0]) != sent:
-        return [f"Content-Length is {values[0]} but the server sent {sent} body bytes"]
+        return [f"expected Content-Length to equal the {sent} body bytes sent, got {values[0]}"]
     return []
 
 
@@ -194,7 +194,7 @@ def check_date_fresh(ctx: Context) -> list:
             raise Failure(f"expected different Date values {DATE_FRESH_GAP:g} s apart, got {first!r} twice")
         t1, t2 = expect.parse_imf_fixdate(first), expect.parse_imf_fixdate(second)
         if t1 is not None and t2 is not None and t2 < t1:
-            raise Failure(f"Date went backwards: {first!r} then {second!r}")
+            raise Failure(f"expected the later Date to be later, got {first!r} then {second!r}")
         return f"{first!r} then {second!r}"
 
     return [guarded("header-date-fresh", run)]
@@ -244,7 +244,7 @@ def check_methods(ctx: Context) -> list:
                 require(expect.status_problems(response, 405) + allow_problems(response))
                 return f"405, Allow: {', '.join(response.header_values('Allow'))}"
 
-            outcomes.append(guarded(f"method-not-allowed[{method} {path}]", run))
+            outcomes.append(guarded(f"method-not-allowed[{method}:{path}]", run))
     return outcomes
 
 
@@ -269,14 +269,14 @@ def _head(ctx: Context, target: str) -> str:
         head = conn.request("HEAD", target, ctx.host_header)
         problems = _head_vs_get(head, get)
         if conn.buffer:
-            problems.append(f"HEAD response followed by {len(conn.buffer)} body bytes {expect.show(bytes(conn.buffer))}")
+            problems.append(f"expected no body after HEAD, got {len(conn.buffer)} bytes {expect.show(bytes(conn.buffer))}")
             require(problems)
         try:
             follow = conn.request("GET", FOLLOW_UP[0], ctx.host_header)
         except ConnectionClosed as exc:
-            problems.append(f"the next request on the same connection failed: {exc}")
+            problems.append(f"expected the connection to stay open after HEAD, got: {exc}")
         except NETWORK_ERRORS as exc:
-            problems.append(f"the next request on the same connection got a broken response ({describe_error(exc)}): body bytes after HEAD?")
+            problems.append(f"expected a clean response to the next request on the connection (no body after HEAD), got: {describe_error(exc)}")
         else:
             problems += [f"next request: {p}" for p in expect.text_problems(follow, 200, FOLLOW_UP[1])]
     require(problems)
@@ -340,14 +340,14 @@ def check_keep_alive(ctx: Context) -> list:
                     raise Failure(f"request {number} of {len(requests)} (GET {target}): {describe_error(exc)}") from None
                 problems = judge(response)
                 if response.will_close:
-                    problems.append("the server announced it closes the connection")
+                    problems.append("expected a persistent connection, the server announced Connection: close")
                 if problems:
                     raise Failure(f"request {number} of {len(requests)} (GET {target}): {'; '.join(problems)}")
             closed, extra = conn.drain_until_close(STILL_OPEN_WAIT)
         if extra:
-            raise Failure(f"{len(extra)} unexpected bytes after the last response")
+            raise Failure(f"expected nothing after the last response, got {len(extra)} bytes {expect.show(extra)}")
         if closed:
-            raise Failure(f"the server closed the connection after {len(requests)} requests")
+            raise Failure(f"expected the connection to stay open after {len(requests)} requests, the server closed it")
         return f"{len(requests)} requests on one connection, still open"
 
     return [guarded("keep-alive", run)]
@@ -383,7 +383,7 @@ def check_connection_close(ctx: Context) -> list:
             require(expect.kb_problems(response, 1))
             closed, extra = conn.drain_until_close(ctx.timeout)
         if extra:
-            raise Failure(f"{len(extra)} unexpected bytes after the response")
+            raise Failure(f"expected nothing after the response, got {len(extra)} bytes {expect.show(extra)}")
         if not closed:
             raise Failure(f"expected the server to close the connection, it stayed open for {ctx.timeout:g} s")
         return "complete response, then the server closed the connection"
@@ -429,5 +429,5 @@ def check_concurrent(ctx: Context) -> list:
             problems[index] = f"#{index}: no answer in time"
     wrong = [p for p in problems if p]
     if wrong:
-        return [failed("concurrent", f"{len(wrong)} of {CONCURRENT_REQUESTS} wrong: {summarize(wrong)}")]
+        return [failed("concurrent", f"expected {CONCURRENT_REQUESTS}/{CONCURRENT_REQUESTS} right, got {len(wrong)} wrong: {summarize(wrong)}")]
     return [passed("concurrent", f"{CONCURRENT_REQUESTS}/{CONCURRENT_REQUESTS} concurrent requests correct")]
