@@ -1,0 +1,658 @@
+"""`make bench`: verify, load and measure every stack, then report.
+
+Order of a run:
+1. knobs (profile < environment < command line) and the plan, with an
+   estimate of its duration printed before anything starts;
+2. per stack: prerequisites and build (a failure is recorded and the run
+   carries on with the other stacks);
+3. rounds: in each, the stack instances in a shuffled order (seeded); each
+   instance is started pinned to the server cores, waited on, verified
+   against the contract the first time (a stack that fails verification is
+   reported and not benchmarked), warmed up per scenario, loaded case by
+   case, then stopped (an unclean stop is recorded);
+4. the calibration responder (nginx) is one more instance in every round;
+5. summary tables, charts and report.html from results.jsonl.
+Ctrl-C stops the current case, keeps everything measured and still writes
+the summary; `--resume RUN` measures only what is missing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime as dt
+import json
+import os
+import resource
+import signal
+import sys
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+from . import calibration, plan
+from .errors import StepError
+from .manifest import ManifestError, load, stack_names
+from .metrics import UsageSampler, response_bytes
+from .plan import Case, Instance, Knobs, KnobError
+from .results import (
+    RESULTS_FILE,
+    RESULTS_ROOT,
+    RUN_FILE,
+    ResultsWriter,
+    git_info,
+    host_info,
+    new_run_id,
+    read_records,
+    run_folder,
+    write_json_atomic,
+)
+from .runner import Limits, get_runner
+from .tools import get_tool
+from .tools.base import ToolError, client_bound, tool_cpu_share
+
+READY_TIMEOUT_S = 60.0
+STOP_TIMEOUT_S = 15.0
+# Cases of one instance run back to back; a short pause lets sockets in
+# TIME_WAIT and the server's own bookkeeping settle between them.
+PAUSE_BETWEEN_CASES_S = 0.3
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    bench = sub.add_parser(
+        "bench",
+        help="verify, load and measure stacks; write results/<run-id>/",
+        description="Knobs default to the profile; the environment (e.g. DURATION=5) "
+        "overrides it and the options below override both.",
+    )
+    bench.add_argument("--profile", help=f"one of: {', '.join(plan.profile_names())}")
+    for knob, key in plan.KNOBS.items():
+        bench.add_argument("--" + key.replace("_", "-"), dest=knob, metavar=knob)
+    bench.add_argument("--resume", metavar="RUN", help="finish an earlier run (id or folder)")
+    bench.add_argument("--results-dir", type=Path, default=RESULTS_ROOT, help=argparse.SUPPRESS)
+    bench.add_argument("--dry-run", action="store_true", help="print the plan and the estimate")
+    bench.set_defaults(func=cmd_bench)
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    console = Console(highlight=False, soft_wrap=True)
+    cli = {knob: getattr(args, knob) for knob in plan.KNOBS}
+    try:
+        if args.resume:
+            folder = run_folder(args.resume, args.results_dir)
+            if not (folder / RUN_FILE).is_file():
+                console.print(f"[red]--resume {args.resume}: no {RUN_FILE} in {folder}[/]")
+                return 2
+            knobs = Knobs.from_dict(json.loads((folder / RUN_FILE).read_text())["knobs"])
+            given = [k for k, v in cli.items() if v not in (None, "")]
+            if given:
+                console.print(
+                    f"[yellow]resume: the run keeps its own knobs; ignoring {', '.join(given)}[/]"
+                )
+        else:
+            knobs = plan.resolve(args.profile or "", os.environ, cli)
+            folder = args.results_dir / new_run_id(knobs.profile)
+    except (KnobError, ManifestError) as exc:
+        console.print(f"[red]bench: {escape(str(exc))}[/]")
+        return 2
+    bench = Bench(knobs, folder, console, resume=bool(args.resume))
+    return bench.run(dry_run=args.dry_run)
+
+
+class Bench:
+    def __init__(self, knobs: Knobs, folder: Path, console: Console, resume: bool = False):
+        self.knobs = knobs
+        self.folder = folder
+        self.console = console
+        self.resume = resume
+        self.run_id = folder.name
+        self.manifests: dict = {}
+        self.failed: dict[str, str] = {}  # stack -> why it is out of the run
+        self.verified: set[str] = set()
+        self.response_bytes: dict[tuple[str, str], dict] = {}
+        self.peaks: dict[tuple, float] = {}
+        self.done: set[str] = set()
+        self.seq = 0
+        self.interrupted = False
+        self.writer: ResultsWriter | None = None
+        self.progress: Progress | None = None
+        self.task = None
+        self.cases_total = 0
+        self.cases_run = 0
+
+    # ----------------------------------------------------------------- set-up
+
+    def say(self, text: str) -> None:
+        (self.progress.console if self.progress else self.console).print(text)
+
+    def stacks(self) -> list[str]:
+        known = stack_names()
+        wanted = self.knobs.servers or known
+        missing = [s for s in wanted if s not in known]
+        if missing and not self.knobs.servers_from_profile:
+            raise KnobError(
+                f"SERVERS: unknown stack(s) {', '.join(missing)}; known: {', '.join(known)}"
+            )
+        for name in missing:
+            self.console.print(f"[yellow]profile {self.knobs.profile}: no stack {name!r} here, skipped[/]")
+        return [s for s in wanted if s in known]
+
+    def check_tools(self) -> None:
+        needed = {"wrk", self.knobs.tool}  # wrk also warms up and finds the peak
+        for name in sorted(needed):
+            tool = get_tool(name)
+            if not tool.available():
+                hint = "scripts/install-oha.sh" if name == "oha" else "make bootstrap"
+                raise KnobError(f"load tool {name} not found; install it with {hint}")
+        if self.knobs.calibration and not calibration.nginx_path():
+            self.console.print(
+                "[bold yellow]!! nginx not found: the calibration ceiling is NOT measured "
+                "(install Debian's nginx-light, or run make bootstrap)[/]"
+            )
+            self.knobs.calibration = False
+
+    def tool_versions(self) -> dict:
+        versions = {}
+        for name in ("wrk", "oha", "ab"):
+            tool = get_tool(name)
+            versions[name] = tool.version() if tool.available() else "absent"
+        versions["nginx"] = calibration.version()
+        return versions
+
+    def provenance(self, stacks: list[str]) -> dict:
+        manifests = {}
+        for name in stacks:
+            with contextlib.suppress(ManifestError):
+                manifests[name] = load(name).provenance()
+        return {
+            "run_id": self.run_id,
+            "started_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+            "command": sys.argv,
+            "git": git_info(),
+            "host": host_info(),
+            "tools": self.tool_versions(),
+            "knobs": self.knobs.to_dict(),
+            "stacks": manifests,
+            "runtime_versions": {},
+            "status": "running",
+        }
+
+    # --------------------------------------------------------------- the run
+
+    def run(self, dry_run: bool = False) -> int:
+        try:
+            stacks = self.stacks()
+            self.check_tools()
+        except (KnobError, ToolError) as exc:
+            self.console.print(f"[red]bench: {escape(str(exc))}[/]")
+            return 2
+        the_plan = plan.build_plan(self.knobs, stacks)
+        self.print_plan(stacks, the_plan)
+        if dry_run:
+            return 0
+        self.folder.mkdir(parents=True, exist_ok=True)
+        run_file = self.folder / RUN_FILE
+        if self.resume:
+            run_info = json.loads(run_file.read_text())
+            run_info.setdefault("resumed_at", []).append(
+                dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+            )
+            self.load_previous()
+        else:
+            run_info = self.provenance(stacks)
+        write_json_atomic(run_file, run_info)
+        self.writer = ResultsWriter(self.folder / RESULTS_FILE)
+        previous_handler = signal.signal(signal.SIGTERM, _raise_interrupt)
+        try:
+            self.prepare(stacks, run_info)
+            write_json_atomic(run_file, run_info)
+            self.measure(the_plan)
+        except KeyboardInterrupt:
+            self.interrupted = True
+            self.console.print(
+                "[bold yellow]interrupted: keeping every measurement so far, writing the summary[/]"
+            )
+        finally:
+            signal.signal(signal.SIGTERM, previous_handler)
+            self.writer.close()
+            run_info["status"] = "interrupted" if self.interrupted else "complete"
+            run_info["finished_at"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+            run_info["failed_stacks"] = self.failed
+            write_json_atomic(run_file, run_info)
+        return self.finish()
+
+    def print_plan(self, stacks: list[str], the_plan: list[Instance]) -> None:
+        k = self.knobs
+        todo = self.remaining(the_plan)
+        cases = sum(len(i.cases) for i in todo)
+        estimate = plan.estimate_seconds(k, todo)
+        self.console.print(
+            f"[bold]serverlab bench[/] profile [cyan]{k.profile}[/] ({k.description})"
+        )
+        quota = ", ".join(f"{q:g}" for q in k.server_cpu_quota) or "none"
+        rate = ", ".join(k.rate) or "closed loop"
+        self.console.print(
+            f"  stacks: {', '.join(stacks) or 'none'}"
+            + (" + nginx ceiling" if k.calibration else "")
+            + f"\n  scenarios: {', '.join(k.scenarios)}; connections: "
+            f"{', '.join(map(str, k.connections))}; tool: {k.tool} ({rate})"
+            f"\n  duration {k.duration:g} s, warm-up {k.warmup:g} s, {k.repeat} round(s), "
+            f"seed {k.seed}; server cores {_cpus(k.server_cpus)}, client cores "
+            f"{_cpus(k.client_cpus)}; CPU quota {quota}; memory {k.server_memory or 'no limit'}"
+            f"; runner {k.runner}"
+        )
+        self.console.print(
+            f"  plan: {cases} measurements in {len(todo)} server starts; "
+            f"estimated [bold]{_minutes(estimate)}[/] (builds not included)"
+        )
+
+    def remaining(self, the_plan: list[Instance]) -> list[Instance]:
+        if not self.done:
+            return the_plan
+        todo = []
+        for instance in the_plan:
+            cases = [c for c in instance.cases if c.key not in self.done]
+            if cases:
+                todo.append(Instance(instance.stack, instance.quota, instance.repetition, cases))
+        return todo
+
+    def load_previous(self) -> None:
+        records = read_records(self.folder / RESULTS_FILE)
+        for record in records:
+            if record.get("kind") == "measurement" and record.get("status") == "ok":
+                self.done.add(record["key"])
+                if record.get("phase") == "peak":
+                    self.peaks[_peak_key(record)] = record["result"]["rps"]
+            elif record.get("kind") == "stack" and record.get("step") == "verify":
+                if record.get("status") == "ok":
+                    self.verified.add(record["stack"])
+            self.seq = max(self.seq, record.get("seq", 0))
+        self.console.print(f"  resume: {len(self.done)} measurement(s) already in {self.folder}")
+
+    def record_stack(self, stack: str, step: str, status: str, message: str = "", **extra) -> None:
+        self.seq += 1
+        record = {
+            "kind": "stack",
+            "seq": self.seq,
+            "run_id": self.run_id,
+            "stack": stack,
+            "step": step,
+            "status": status,
+            "message": message,
+            "at": _now(),
+            **extra,
+        }
+        self.writer.write(record)
+
+    def fail(self, exc: StepError, repetition: int | None = None) -> None:
+        self.failed[exc.stack] = f"{exc.step}: {exc.message}"
+        self.record_stack(
+            exc.stack, exc.step, "failed", exc.message, output=exc.output[-4000:],
+            repetition=repetition,
+        )  # fmt: skip
+        self.say(f"[bold red]✗ {escape(exc.explain())}[/]")
+
+    def prepare(self, stacks: list[str], run_info: dict) -> None:
+        """Prerequisites and build for every stack, before any load."""
+        runner = get_runner(self.knobs.runner)
+        self.runner = runner
+        for name in stacks:
+            try:
+                manifest = load(name)
+            except ManifestError as exc:
+                self.fail(StepError(name, "manifest", str(exc)))
+                continue
+            reason = runner.unavailable_reason(manifest)
+            if reason:
+                self.failed[name] = f"skipped: {reason}"
+                self.record_stack(name, "prerequisites", "skipped", reason)
+                self.console.print(f"[bold yellow]!! {escape(name)}: SKIPPED ({escape(reason)})[/]")
+                continue
+            started = time.monotonic()
+            self.console.print(escape(f"[{name}] build …"))
+            try:
+                built = runner.build(manifest)
+            except StepError as exc:
+                self.fail(exc)
+                continue
+            took = time.monotonic() - started
+            self.record_stack(name, "build", "ok", "built" if built else "up to date",
+                              seconds=round(took, 1))  # fmt: skip
+            done = f"built in {took:.1f} s" if built else "build up to date"
+            self.console.print(escape(f"[{name}] {done}"))
+            self.manifests[name] = manifest
+            with contextlib.suppress(Exception):
+                run_info["runtime_versions"][name] = runner.versions(manifest)
+
+    def measure(self, the_plan: list[Instance]) -> None:
+        k = self.knobs
+        _pin_harness(k.client_cpus)
+        _raise_file_limit()
+        todo = self.remaining(the_plan)
+        self.cases_total = sum(len(i.cases) for i in todo)
+        columns = (
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            TextColumn("{task.fields[cases]}"),
+            TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+        )
+        estimate = plan.estimate_seconds(k, todo)
+        with Progress(*columns, console=self.console, transient=False) as progress:
+            self.progress = progress
+            self.task = progress.add_task("bench", total=estimate, cases=f"0/{self.cases_total}")
+            seen: set[str] = set(self.verified)
+            for instance in todo:
+                verify = instance.stack not in seen and instance.stack != calibration.NAME
+                seen.add(instance.stack)
+                budget = plan.instance_seconds(k, instance, verify)
+                spent_before = progress.tasks[0].completed
+                self.run_instance(instance)
+                # Keep the bar honest when an instance was skipped or cut short.
+                progress.update(self.task, completed=spent_before + budget)
+            self.progress = None
+
+    # ---------------------------------------------------------- one instance
+
+    def start_server(self, instance: Instance):
+        k = self.knobs
+        if instance.stack == calibration.NAME:
+            folder = self.folder / "calibration"
+            return calibration.CalibrationServer(folder, k.server_cpus)
+        limits = Limits(cpus=k.server_cpus, cpu_quota=instance.quota, memory=k.memory_bytes)
+        return self.runner.start(self.manifests[instance.stack], limits)
+
+    def display_name(self, stack: str) -> str:
+        if stack == calibration.NAME:
+            return calibration.DISPLAY_NAME
+        manifest = self.manifests.get(stack)
+        return manifest.display_name if manifest else stack
+
+    def run_instance(self, instance: Instance) -> None:
+        stack = instance.stack
+        if stack in self.failed:
+            return
+        if stack != calibration.NAME and stack not in self.manifests:
+            return
+        label = stack + (f" quota {instance.quota:g}" if instance.quota is not None else "")
+        self.progress.update(self.task, description=f"{label} r{instance.repetition}")
+        server = None
+        try:
+            server = self.start_server(instance)
+            ready = server.wait_ready(READY_TIMEOUT_S)
+            if stack != calibration.NAME and stack not in self.verified:
+                self.verify(stack, server, ready)
+            self.measure_response_bytes(stack, server, instance)
+            current_scenario = None
+            for case in instance.cases:
+                if case.scenario != current_scenario:
+                    current_scenario = case.scenario
+                    self.warm_up(server, instance, case.scenario)
+                self.run_case(server, instance, case)
+                if not server.is_alive():
+                    raise StepError(
+                        stack, "load",
+                        f"server exited during {case.scenario} at {case.connections} connections",
+                        server.output_tail(),
+                    )  # fmt: skip
+                time.sleep(PAUSE_BETWEEN_CASES_S)
+            code = server.stop(STOP_TIMEOUT_S)
+            server = None
+            self.record_stack(stack, "stop", "ok", f"exit code {code}",
+                              repetition=instance.repetition)  # fmt: skip
+        except StepError as exc:
+            if exc.step == "stop":
+                # Measured fine, stopped badly: keep its numbers, record the stop.
+                server = None
+                self.record_stack(stack, "stop", "unclean", exc.message,
+                                  output=exc.output[-4000:], repetition=instance.repetition)  # fmt: skip
+                self.say(f"[yellow]! {escape(exc.explain())}[/]")
+            else:
+                self.fail(exc, instance.repetition)
+        finally:
+            if server is not None:
+                server.kill()
+
+    def verify(self, stack: str, server, ready_s: float) -> None:
+        from .check import run_conformance
+
+        manifest = self.manifests[stack]
+        self.progress.update(self.task, description=f"{stack} verify")
+        report = run_conformance(manifest, server.base_url)
+        failures = [
+            f"{c['id']}: {c.get('detail', '')}" for c in report.get("checks", []) if not c.get("ok")
+        ]
+        observed = report.get("observed", {})
+        if report.get("failed", 0) or not server.is_alive():
+            message = f"{report.get('failed', 0)} of {report.get('passed', 0) + report.get('failed', 0)} conformance checks failed; not benchmarked"
+            if not server.is_alive():
+                message = "server died during the conformance checks; not benchmarked"
+            raise StepError(stack, "verify", message, "\n".join(failures[:40]) or server.output_tail())
+        self.verified.add(stack)
+        self.record_stack(
+            stack, "verify", "ok", f"{report.get('passed', 0)} checks passed",
+            ready_s=round(ready_s, 2), observed=observed,
+        )  # fmt: skip
+        self.say(f"[green]✓ {escape(stack)}: {report.get('passed', 0)} conformance checks passed[/] "
+                 f"(ready in {ready_s:.1f} s)")  # fmt: skip
+
+    def measure_response_bytes(self, stack: str, server, instance: Instance) -> None:
+        port = int(server.base_url.rsplit(":", 1)[1])
+        for scenario in {c.scenario for c in instance.cases}:
+            if (stack, scenario) not in self.response_bytes:
+                measured = response_bytes("127.0.0.1", port, plan.SCENARIOS[scenario])
+                self.response_bytes[(stack, scenario)] = measured.to_dict()
+
+    def spec(self, server, case: Case, rate: float | None = None, duration=None):
+        from .tools.base import LoadSpec
+
+        k = self.knobs
+        return LoadSpec(
+            url=server.base_url + case.path,
+            connections=case.connections,
+            duration=duration if duration is not None else k.duration,
+            timeout=k.timeout,
+            threads=k.threads,
+            rate=rate,
+            requests=k.requests.get(case.scenario) if case.tool == "ab" else None,
+            keepalive=k.keepalive,
+            client_cpus=k.client_cpus,
+        )
+
+    def warm_up(self, server, instance: Instance, scenario: str) -> None:
+        """Unrecorded load before a scenario's first case (JITs, caches, pools)."""
+        if self.knobs.warmup <= 0:
+            return
+        connections = max(c.connections for c in instance.cases if c.scenario == scenario)
+        case = Case(instance.stack, instance.quota, scenario, connections, "wrk", "",
+                    instance.repetition, "warmup")  # fmt: skip
+        self.progress.update(
+            self.task, description=f"{instance.stack} {scenario} warm-up"
+        )
+        raw = self.folder / "raw" / "warmup" / _raw_name(case)
+        get_tool("wrk").run(self.spec(server, case, duration=self.knobs.warmup), raw)
+
+    def run_case(self, server, instance: Instance, case: Case) -> None:
+        k = self.knobs
+        rate = None
+        fraction = None
+        if case.rate.endswith("%"):
+            fraction = float(case.rate[:-1]) / 100
+            peak = self.peaks.get(_peak_key(case))
+            if not peak:
+                self.say(f"[yellow]! {case.stack} {case.scenario}: no peak measured, "
+                         f"skipping oha at {case.rate}[/]")  # fmt: skip
+                return
+            rate = max(1.0, round(peak * fraction))
+        elif case.rate:
+            rate = float(case.rate)
+        tool = get_tool(case.tool)
+        spec = self.spec(server, case, rate=rate)
+        self.seq += 1
+        self.progress.update(
+            self.task,
+            description=f"{case.stack} {case.scenario} c={case.connections}"
+            + (f" @{rate:g}/s" if rate else ""),
+        )
+        started_at = _now()
+        sampler = UsageSampler(server.pids, k.server_cpus, k.client_cpus)
+        sampler.start()
+        try:
+            result = tool.run(spec, self.folder / "raw" / _raw_name(case, self.seq))
+        finally:
+            usage = sampler.stop()
+        cores = tool.usable_cores(spec)
+        share = tool_cpu_share(result.tool_cpu_s, result.wall_s, cores)
+        bound = client_bound(result.tool_cpu_s, result.wall_s, cores)
+        ok = result.ok and result.requests > 0
+        record = {
+            "kind": "measurement",
+            "seq": self.seq,
+            "run_id": self.run_id,
+            "key": case.key,
+            "status": "ok" if ok else "failed",
+            "problem": result.problem,
+            "stack": case.stack,
+            "display_name": self.display_name(case.stack),
+            "ceiling": case.stack == calibration.NAME,
+            "runner": "native" if case.stack == calibration.NAME else k.runner,
+            "scenario": case.scenario,
+            "path": case.path,
+            "connections": case.connections,
+            "tool": case.tool,
+            "phase": case.phase,
+            "rate_spec": case.rate,
+            "rate": rate,
+            "rate_fraction": fraction,
+            "repetition": case.repetition,
+            "cpu_quota": case.quota,
+            "server_memory": k.server_memory or None,
+            "server_cpus": list(k.server_cpus),
+            "client_cpus": list(k.client_cpus),
+            "threads": k.threads if case.tool == "wrk" else None,
+            "duration_s": k.duration,
+            "keepalive": k.keepalive if case.tool == "ab" else True,
+            "started_at": started_at,
+            "result": result.to_dict(),
+            "server": usage.to_dict(),
+            "tool_cpu_share": round(share, 4),
+            "tool_cores": cores,
+            "client_bound": bound,
+            "response": self.response_bytes.get((case.stack, case.scenario)),
+            "server_alive_after": server.is_alive(),
+        }
+        self.writer.write(record)
+        if case.phase == "peak" and ok:
+            self.peaks[_peak_key(case)] = result.rps
+        self.cases_run += 1
+        self.progress.update(self.task, advance=plan.case_seconds(k, case),
+                             cases=f"{self.cases_run}/{self.cases_total}")  # fmt: skip
+        self.say(self.status_line(record))
+
+    def status_line(self, record: dict) -> str:
+        result = record["result"]
+        head = (
+            f"[{self.cases_run}/{self.cases_total}] {record['stack']:<16} {record['scenario']:<7} "
+            f"c={record['connections']:<5} {record['tool']}"
+            + (f"@{record['rate']:g}/s" if record["rate"] else "")
+            + (f" q={record['cpu_quota']:g}" if record["cpu_quota"] is not None else "")
+            + f" r{record['repetition']}"
+        )
+        if record["status"] != "ok":
+            return f"[red]✗ {escape(head)}  {escape(record['problem'] or 'no responses')}[/]"
+        p99 = result["latency_ms"].get("p99")
+        cpu = record["server"].get("cpu_mean_pct")
+        errors = result["errors_total"]
+        parts = [
+            f"{result['rps']:>10,.0f} req/s",
+            f"p99 {p99:.2f} ms" if p99 is not None else "p99 -",
+            f"errors {errors}" if errors else "no errors",
+            f"server cpu {cpu:.0f}%" if cpu is not None else "",
+            f"tool cpu {record['tool_cpu_share'] * 100:.0f}%",
+        ]
+        flag = "  [bold yellow]CLIENT-BOUND[/]" if record["client_bound"] else ""
+        color = "yellow" if errors else "green"
+        return f"[{color}]✓[/] {escape(head)}  " + "  ".join(p for p in parts if p) + flag
+
+    # ---------------------------------------------------------------- finish
+
+    def finish(self) -> int:
+        from .report import generate
+
+        try:
+            outputs = generate(self.folder)
+        except KeyboardInterrupt:
+            self.console.print("[red]report generation interrupted; run make report later[/]")
+            return 130
+        except Exception as exc:  # the measurements are safe; say how to retry
+            self.console.print(f"[red]report generation failed: {exc!r}; "
+                               f"retry with: make report RUN={self.run_id}[/]")  # fmt: skip
+            return 1
+        self.console.print(f"\n[bold]results:[/] {escape(str(self.folder))}")
+        for path in outputs:
+            self.console.print(f"  {path.relative_to(self.folder)}")
+        if self.failed:
+            self.console.print("[bold yellow]stacks not (fully) benchmarked:[/]")
+            for stack, why in sorted(self.failed.items()):
+                self.console.print(escape(f"  {stack}: {why}"))
+        if self.interrupted:
+            return 130
+        return 0
+
+
+def _raise_interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
+def _pin_harness(cpus: tuple[int, ...]) -> None:
+    """Keep the harness (sampler, bookkeeping) off the server cores."""
+    with contextlib.suppress(OSError):
+        os.sched_setaffinity(0, cpus)
+
+
+def _raise_file_limit() -> None:
+    """Thousands of connections need thousands of descriptors (tools and servers inherit)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or hard > soft:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 1_048_576), hard))
+
+
+def _peak_key(case_or_record) -> tuple:
+    get = (lambda k: case_or_record[k]) if isinstance(case_or_record, dict) else (
+        lambda k: getattr(case_or_record, {"cpu_quota": "quota"}.get(k, k))
+    )
+    return (get("stack"), get("cpu_quota"), get("scenario"), get("connections"), get("repetition"))
+
+
+def _raw_name(case: Case, seq: int | None = None) -> str:
+    parts = [f"{seq:04d}" if seq else "", case.stack, case.scenario, f"c{case.connections}"]
+    if case.quota is not None:
+        parts.append(f"q{case.quota:g}")
+    parts.append(case.tool + (f"-{case.rate.replace('%', 'pct')}" if case.rate else ""))
+    parts.append(f"r{case.repetition}")
+    return "-".join(p for p in parts if p)
+
+
+def _cpus(cpus: tuple[int, ...]) -> str:
+    return ",".join(map(str, cpus))
+
+
+def _minutes(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    return f"{seconds / 60:.1f} min"
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    from .cli import main
+
+    sys.exit(main(["bench", *sys.argv[1:]]))

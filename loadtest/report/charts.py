@@ -1,0 +1,280 @@
+"""PNG charts (matplotlib, Agg backend) from the summary rows and the records."""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.ticker import FuncFormatter  # noqa: E402
+
+CEILING_STYLE = {"color": "black", "linestyle": "--", "linewidth": 1.5}
+DPI = 110
+
+
+def _colors(stacks: list[str]) -> dict[str, tuple]:
+    palette = plt.get_cmap("tab20").colors
+    return {stack: palette[i % len(palette)] for i, stack in enumerate(sorted(stacks))}
+
+
+def _thousands(value, _pos):
+    return f"{value / 1000:g}k" if value >= 1000 else f"{value:g}"
+
+
+def _save(fig, path: Path) -> Path:
+    fig.tight_layout()
+    fig.savefig(path, dpi=DPI)
+    plt.close(fig)
+    return path
+
+
+def closed_rows(rows: list[dict]) -> list[dict]:
+    """The throughput rows: measured closed-loop runs (not oha's fixed-rate runs)."""
+    return [r for r in rows if not r["rate_spec"] and r["rps_median"] is not None]
+
+
+def rps_vs_connections(rows: list[dict], scenario: str, path: Path, note: str) -> Path | None:
+    data = [r for r in closed_rows(rows) if r["scenario"] == scenario and r["cpu_quota"] is None]
+    if not data:
+        return None
+    stacks = sorted({r["stack"] for r in data if not r["ceiling"]})
+    colors = _colors(stacks)
+    fig, ax = plt.subplots(figsize=(8.5, 4.8))
+    for stack in stacks + ["__ceiling__"]:
+        points = sorted(
+            (r for r in data if (r["ceiling"] if stack == "__ceiling__" else r["stack"] == stack)),
+            key=lambda r: r["connections"],
+        )
+        if not points:
+            continue
+        x = [p["connections"] for p in points]
+        y = [p["rps_median"] for p in points]
+        low = [p["rps_median"] - (p["rps_min"] or p["rps_median"]) for p in points]
+        high = [(p["rps_max"] or p["rps_median"]) - p["rps_median"] for p in points]
+        if stack == "__ceiling__":
+            ax.plot(x, y, marker="s", label=f"{points[0]['display_name']} ceiling", **CEILING_STYLE)
+        else:
+            ax.errorbar(x, y, yerr=[low, high], marker="o", capsize=3, color=colors[stack],
+                        label=points[0]["display_name"])  # fmt: skip
+    connections = sorted({r["connections"] for r in data})
+    if len(connections) > 1 and connections[-1] / max(connections[0], 1) >= 10:
+        ax.set_xscale("log")
+    ax.set_xticks(connections)
+    ax.set_xticklabels([str(c) for c in connections], rotation=45 if len(connections) > 8 else 0)
+    ax.set_ylim(bottom=0)
+    ax.yaxis.set_major_formatter(FuncFormatter(_thousands))
+    ax.set_xlabel("concurrent connections")
+    ax.set_ylabel("requests/s (median; bars: min..max)")
+    ax.set_title(f"Throughput, {scenario}")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
+    fig.text(0.01, 0.01, note, fontsize=7, color="#555")
+    return _save(fig, path)
+
+
+def rps_vs_quota(rows: list[dict], scenario: str, path: Path) -> Path | None:
+    data = [r for r in closed_rows(rows) if r["scenario"] == scenario and r["cpu_quota"] is not None]
+    quotas = sorted({r["cpu_quota"] for r in data})
+    if len(quotas) < 2:
+        return None
+    stacks = sorted({r["stack"] for r in data})
+    colors = _colors(stacks)
+    connections = sorted({r["connections"] for r in data})
+    fig, axes = plt.subplots(1, len(connections), figsize=(3.2 * len(connections) + 1.5, 3.8),
+                             sharey=True, squeeze=False)  # fmt: skip
+    for ax, conn in zip(axes[0], connections):
+        for stack in stacks:
+            points = sorted((r for r in data if r["stack"] == stack and r["connections"] == conn),
+                            key=lambda r: r["cpu_quota"])  # fmt: skip
+            if points:
+                ax.plot([p["cpu_quota"] for p in points], [p["rps_median"] for p in points],
+                        marker="o", color=colors[stack], label=points[0]["display_name"])  # fmt: skip
+        ax.set_title(f"{conn} connection{'s' if conn > 1 else ''}", fontsize=9)
+        ax.set_xlabel("CPU quota (CPUs)")
+        ax.grid(True, alpha=0.3)
+        ax.yaxis.set_major_formatter(FuncFormatter(_thousands))
+    axes[0][0].set_ylabel("requests/s (median)")
+    axes[0][-1].legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
+    fig.suptitle(f"Throughput against CPU quota, {scenario}: where does it saturate?", fontsize=10)
+    return _save(fig, path)
+
+
+def latency_bars(rows: list[dict], scenario: str, path: Path, note: str) -> Path | None:
+    data = [r for r in closed_rows(rows) if r["scenario"] == scenario and r["cpu_quota"] is None]
+    data = [r for r in data if r["latency_p99_ms"] is not None]
+    if not data:
+        return None
+    top = max(r["connections"] for r in data)
+    data = sorted((r for r in data if r["connections"] == top), key=lambda r: r["latency_p99_ms"])
+    labels = [r["display_name"] for r in data]
+    fig, ax = plt.subplots(figsize=(8.5, 0.45 * len(data) + 1.8))
+    y = range(len(data))
+    ax.barh([i + 0.2 for i in y], [r["latency_p95_ms"] or 0 for r in data], height=0.4,
+            label="p95", color="#4c72b0")  # fmt: skip
+    ax.barh([i - 0.2 for i in y], [r["latency_p99_ms"] or 0 for r in data], height=0.4,
+            label="p99", color="#dd8452")  # fmt: skip
+    ax.set_yticks(list(y))
+    ax.set_yticklabels(labels, fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("latency (ms)")
+    ax.set_title(f"p95 and p99 latency, {scenario}, {top} connections ({data[0]['tool']})")
+    ax.grid(True, axis="x", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.text(0.01, 0.01, note, fontsize=7, color="#555")
+    return _save(fig, path)
+
+
+def latency_cdf(records: list[dict], scenario: str, path: Path, note: str) -> Path | None:
+    """Share of requests answered within t, per stack, at the highest connection level."""
+    data = [
+        r for r in records
+        if r.get("kind") == "measurement" and r.get("status") == "ok" and r["scenario"] == scenario
+        and not r.get("rate_spec") and r.get("cpu_quota") is None and r["result"]["latency_curve"]
+    ]  # fmt: skip
+    if not data:
+        return None
+    top = max(r["connections"] for r in data)
+    curves: dict[str, dict] = defaultdict(lambda: defaultdict(list))
+    names = {}
+    for r in data:
+        if r["connections"] != top:
+            continue
+        names[r["stack"]] = r.get("display_name", r["stack"]) + (" ceiling" if r.get("ceiling") else "")
+        for percent, ms in r["result"]["latency_curve"]:
+            if ms is not None and ms > 0:
+                curves[r["stack"]][percent].append(ms)
+    stacks = sorted(curves)
+    colors = _colors(stacks)
+    fig, ax = plt.subplots(figsize=(8.5, 4.8))
+    for stack in stacks:
+        points = sorted((p, statistics.median(v)) for p, v in curves[stack].items())
+        style = CEILING_STYLE if names[stack].endswith("ceiling") else {"color": colors[stack]}
+        ax.plot([ms for _, ms in points], [p for p, _ in points], label=names[stack], **style)
+    ax.set_xscale("log")
+    ax.set_ylim(0, 100)
+    ax.set_xlabel("latency (ms, log scale)")
+    ax.set_ylabel("% of requests answered within")
+    ax.set_title(f"Latency distribution, {scenario}, {top} connections")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
+    fig.text(0.01, 0.01, note, fontsize=7, color="#555")
+    return _save(fig, path)
+
+
+def open_loop(rows: list[dict], scenario: str, path: Path) -> Path | None:
+    data = [r for r in rows if r["scenario"] == scenario and r["rate_spec"] and r["latency_p99_ms"]]
+    if not data:
+        return None
+    stacks = sorted({r["stack"] for r in data})
+    colors = _colors(stacks)
+    fig, ax = plt.subplots(figsize=(8.5, 4.8))
+    for stack in stacks:
+        points = sorted((r for r in data if r["stack"] == stack), key=lambda r: r["rate"] or 0)
+        style = CEILING_STYLE if points[0]["ceiling"] else {"color": colors[stack]}
+        ax.plot([p["rate"] for p in points], [p["latency_p99_ms"] for p in points], marker="o",
+                label=points[0]["display_name"], **style)  # fmt: skip
+    ax.set_yscale("log")
+    ax.xaxis.set_major_formatter(FuncFormatter(_thousands))
+    ax.set_xlabel("offered load (requests/s, constant rate)")
+    ax.set_ylabel("p99 latency (ms, log scale)")
+    ax.set_title(f"Open-loop p99 latency against offered load, {scenario} (oha)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
+    fig.text(0.01, 0.01, "oha with --latency-correction: free of coordinated omission",
+             fontsize=7, color="#555")  # fmt: skip
+    return _save(fig, path)
+
+
+def resources(rows: list[dict], path: Path) -> Path | None:
+    data = [r for r in closed_rows(rows) if r["cpu_quota"] is None]
+    if not data:
+        return None
+    stacks = sorted({r["stack"] for r in data}, key=lambda s: (s == "ceiling", s))
+    names = {r["stack"]: r["display_name"] for r in data}
+    cpu = {}
+    rss = {}
+    for stack in stacks:
+        mine = [r for r in data if r["stack"] == stack]
+        top = max(r["connections"] for r in mine)
+        values = [r["server_cpu_mean_pct"] for r in mine if r["connections"] == top and r["server_cpu_mean_pct"] is not None]
+        cpu[stack] = statistics.median(values) if values else 0
+        rss[stack] = max((r["rss_peak_mb"] or 0) for r in mine)
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 0.4 * len(stacks) + 2))
+    y = list(range(len(stacks)))
+    labels = [names[s] for s in stacks]
+    ax1.barh(y, [cpu[s] for s in stacks], color="#4c72b0")
+    ax1.set_yticks(y)
+    ax1.set_yticklabels(labels, fontsize=8)
+    ax1.invert_yaxis()
+    ax1.set_xlabel("server CPU % (100 = one core), median over scenarios")
+    ax1.set_title("CPU at the highest connection level", fontsize=10)
+    ax1.grid(True, axis="x", alpha=0.3)
+    ax2.barh(y, [rss[s] for s in stacks], color="#55a868")
+    ax2.set_yticks(y)
+    ax2.set_yticklabels([])
+    ax2.invert_yaxis()
+    ax2.set_xlabel("peak RSS of the process tree (MiB)")
+    ax2.set_title("Memory, peak over the run", fontsize=10)
+    ax2.grid(True, axis="x", alpha=0.3)
+    return _save(fig, path)
+
+
+def bytes_per_response(rows: list[dict], path: Path) -> Path | None:
+    data = {}
+    for r in rows:
+        if r["header_bytes"] is None or r["scenario"] not in ("hello", "workday"):
+            continue
+        data[(r["stack"], r["scenario"])] = (r["display_name"], r["header_bytes"], r["body_bytes"] or 0)
+    if not data:
+        return None
+    keys = sorted(data, key=lambda k: (k[1], data[k][1] + data[k][2]))
+    labels = [f"{data[k][0]} ({k[1]})" for k in keys]
+    headers = [data[k][1] for k in keys]
+    bodies = [data[k][2] for k in keys]
+    fig, ax = plt.subplots(figsize=(8.5, 0.35 * len(keys) + 1.8))
+    y = list(range(len(keys)))
+    ax.barh(y, headers, color="#c44e52", label="headers (status line + headers)")
+    ax.barh(y, bodies, left=headers, color="#8c8c8c", label="body")
+    for i, (h, b) in enumerate(zip(headers, bodies)):
+        ax.text(h + b + 2, i, f"{h} + {b} B", va="center", fontsize=7)
+    ax.set_yticks(y)
+    ax.set_yticklabels(labels, fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("bytes per response (one real request)")
+    ax.set_title("Bytes per response: with tiny bodies, headers dominate")
+    ax.legend(fontsize=8, loc="lower right")
+    ax.set_xlim(0, max(h + b for h, b in zip(headers, bodies)) * 1.25)
+    return _save(fig, path)
+
+
+def all_charts(rows: list[dict], records: list[dict], folder: Path) -> dict[str, list[Path]]:
+    """Every chart; returns {section: [paths]} in display order."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for old in folder.glob("*.png"):
+        old.unlink()
+    sections: dict[str, list[Path]] = {}
+    scenarios = sorted({r["scenario"] for r in rows}, key=lambda s: ["hello", "kb1", "kb10", "kb100", "workday"].index(s) if s in ["hello", "kb1", "kb10", "kb100", "workday"] else 99)
+    for scenario in scenarios:
+        tools = {r["tool"] for r in closed_rows(rows) if r["scenario"] == scenario}
+        note = (
+            "closed loop (" + ", ".join(sorted(tools)) + "): latency subject to coordinated "
+            "omission, tail understated; see the oha runs for honest tails"
+        )
+        charts = [
+            rps_vs_connections(rows, scenario, folder / f"rps-{scenario}.png", note),
+            rps_vs_quota(rows, scenario, folder / f"rps-quota-{scenario}.png"),
+            latency_bars(rows, scenario, folder / f"latency-{scenario}.png", note),
+            latency_cdf(records, scenario, folder / f"cdf-{scenario}.png", note),
+            open_loop(rows, scenario, folder / f"openloop-{scenario}.png"),
+        ]
+        sections[scenario] = [c for c in charts if c]
+    overall = [
+        resources(rows, folder / "resources.png"),
+        bytes_per_response(rows, folder / "bytes-per-response.png"),
+    ]
+    sections["resources"] = [c for c in overall if c]
+    return sections

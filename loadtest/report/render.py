@@ -1,0 +1,248 @@
+"""summary.md and the self-contained report.html (charts embedded as base64)."""
+
+from __future__ import annotations
+
+import base64
+import html
+from pathlib import Path
+
+CO_NOTE = (
+    "wrk and ab are closed-loop tools: each connection waits for its answer before "
+    "sending the next request, so a stalled server also stalls the load and the slow "
+    "requests it would have received are never sent. Their latency percentiles are "
+    "subject to coordinated omission and understate the tail. oha runs at a constant "
+    "rate with --latency-correction and is free of it (profile `latency`)."
+)
+CLIENT_BOUND_NOTE = (
+    "CLIENT-BOUND marks a case where the load tool used >= 90% of its cores: the "
+    "requests/s may be the tool's limit, not the server's. Compare with the nginx ceiling."
+)
+SCENARIO_ORDER = ["hello", "kb1", "kb10", "kb100", "workday"]
+
+
+def fmt(value, digits=0, suffix=""):
+    if value is None or value == "":
+        return "-"
+    if isinstance(value, float) and digits == 0:
+        return f"{value:,.0f}{suffix}"
+    if isinstance(value, (int, float)):
+        return f"{value:,.{digits}f}{suffix}"
+    return str(value)
+
+
+def scenario_groups(rows: list[dict]) -> list[tuple[str, list[dict]]]:
+    scenarios = sorted({r["scenario"] for r in rows},
+                       key=lambda s: SCENARIO_ORDER.index(s) if s in SCENARIO_ORDER else 99)  # fmt: skip
+    return [(s, [r for r in rows if r["scenario"] == s]) for s in scenarios]
+
+
+TABLE_HEAD = [
+    "stack", "conn", "tool", "quota", "rate", "runs", "req/s (median)", "CV", "% ceiling",
+    "p50 ms", "p99 ms", "max ms", "errors", "MB/s", "header B", "body B", "CPU %",
+    "RSS MiB", "tool CPU %", "flags",
+]  # fmt: skip
+
+
+def table_cells(row: dict) -> list[str]:
+    flags = []
+    if row["ceiling"]:
+        flags.append("ceiling")
+    if row["client_bound_runs"]:
+        flags.append(f"CLIENT-BOUND ({row['client_bound_runs']}/{row['runs']})")
+    if row["failed_runs"]:
+        flags.append(f"{row['failed_runs']} failed run(s)")
+    if row["phase"] == "peak":
+        flags.append("peak for open loop")
+    cv = f"{row['rps_cv'] * 100:.1f}%" if row["rps_cv"] is not None else "-"
+    share = f"{row['share_of_ceiling'] * 100:.0f}%" if row["share_of_ceiling"] else "-"
+    return [
+        row["display_name"],
+        str(row["connections"]),
+        row["tool"],
+        fmt(row["cpu_quota"], 2) if row["cpu_quota"] is not None else "-",
+        (f"{fmt(row['rate'])}/s" + (f" ({row['rate_spec']})" if row["rate_spec"].endswith("%") else ""))
+        if row["rate_spec"] else "-",
+        str(row["runs"]),
+        fmt(row["rps_median"]),
+        cv,
+        share,
+        fmt(row["latency_p50_ms"], 2),
+        fmt(row["latency_p99_ms"], 2),
+        fmt(row["latency_max_ms"], 1),
+        fmt(row["errors_total"]),
+        fmt(row["mb_per_s"], 2),
+        fmt(row["header_bytes"]),
+        fmt(row["body_bytes"]),
+        fmt(row["server_cpu_mean_pct"]),
+        fmt(row["rss_peak_mb"], 1),
+        fmt(row["tool_cpu_pct"]),
+        ", ".join(flags),
+    ]
+
+
+def stack_notes(outcomes: dict, run: dict) -> list[str]:
+    notes = []
+    for stack, entry in sorted(outcomes.items()):
+        if entry.get("skipped"):
+            notes.append(f"{stack}: skipped: {entry['skipped']}")
+        for failure in entry.get("failures", []):
+            notes.append(f"{stack}: {failure}")
+        if entry.get("unclean_stops"):
+            notes.append(f"{stack}: {entry['unclean_stops']} unclean stop(s): {entry.get('unclean_message', '')}")
+    return notes
+
+
+def run_facts(run: dict) -> list[tuple[str, str]]:
+    knobs = run.get("knobs", {})
+    host = run.get("host", {})
+    git = run.get("git", {})
+    tools = run.get("tools", {})
+    facts = [
+        ("run", run.get("run_id", "?")),
+        ("status", run.get("status", "?")),
+        ("profile", f"{knobs.get('profile')} ({knobs.get('description', '')})"),
+        ("started / finished", f"{run.get('started_at', '?')} / {run.get('finished_at', '-')}"),
+        ("git commit", f"{git.get('commit', '?')}{' (uncommitted changes)' if git.get('dirty') else ''}"),
+        ("host", f"{host.get('cpu_model', '?')}, {host.get('cores_logical', '?')} cores, "
+                 f"{(host.get('memory_bytes') or 0) / 2**30:.1f} GiB, {host.get('os', '?')}, "
+                 f"kernel {host.get('kernel', '?')}"),
+        ("cores", f"server {knobs.get('server_cpus')}, client {knobs.get('client_cpus')} "
+                  f"(wrk threads = client cores)"),
+        ("load", f"duration {knobs.get('duration')} s, warm-up {knobs.get('warmup')} s, "
+                 f"{knobs.get('repeat')} round(s) shuffled with seed {knobs.get('seed')}, "
+                 f"timeout {knobs.get('timeout')} s"),
+        ("limits", f"CPU quota {knobs.get('server_cpu_quota') or 'none'}, memory "
+                   f"{knobs.get('server_memory') or 'no limit'}, runner {knobs.get('runner')}"),
+        ("tools", ", ".join(f"{k}: {v}" for k, v in tools.items())),
+    ]  # fmt: skip
+    return facts
+
+
+def stack_table(run: dict) -> list[list[str]]:
+    rows = []
+    runtime = run.get("runtime_versions", {})
+    for name, m in sorted(run.get("stacks", {}).items()):
+        rows.append([
+            m.get("display_name", name), m.get("language", ""),
+            f"{m.get('framework', '')} {m.get('framework_version', '')}",
+            f"{m.get('runtime', '')} {m.get('runtime_version', '')}",
+            runtime.get(name, {}).get("runtime_native", "-"),
+            m.get("concurrency", {}).get("kind", ""),
+        ])  # fmt: skip
+    return rows
+
+
+# ------------------------------------------------------------------ markdown
+
+
+def md_table(head: list[str], rows: list[list[str]]) -> str:
+    def clean(cell: str) -> str:
+        return str(cell).replace("|", "\\|")
+
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(clean(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def markdown(rows: list[dict], outcomes: dict, run: dict, charts: dict[str, list[Path]]) -> str:
+    out = [f"# serverlab results: {run.get('run_id', '')}", ""]
+    out += [f"- **{k}**: {v}" for k, v in run_facts(run)]
+    out += ["", "## Notes", "", f"- {CO_NOTE}", f"- {CLIENT_BOUND_NOTE}",
+            "- Statistics: median over the runs; CV = coefficient of variation of requests/s; "
+            "`summary.csv` also has the mean of the middle runs (highest and lowest dropped)."]  # fmt: skip
+    notes = stack_notes(outcomes, run)
+    if notes:
+        out += ["", "## Stacks with problems", ""] + [f"- {n}" for n in notes]
+    for scenario, group in scenario_groups(rows):
+        out += ["", f"## {scenario}", "", md_table(TABLE_HEAD, [table_cells(r) for r in group])]
+        for chart in charts.get(scenario, []):
+            out += ["", f"![{chart.stem}](charts/{chart.name})"]
+    if charts.get("resources"):
+        out += ["", "## Resources and bytes", ""]
+        out += [f"![{c.stem}](charts/{c.name})" for c in charts["resources"]]
+    stacks = stack_table(run)
+    if stacks:
+        out += ["", "## Stacks", "", md_table(
+            ["stack", "language", "framework", "runtime (image)", "runtime (native)", "concurrency"],
+            stacks)]  # fmt: skip
+    return "\n".join(out) + "\n"
+
+
+# ---------------------------------------------------------------------- html
+
+CSS = """
+body { font-family: -apple-system, 'Segoe UI', Roboto, 'DejaVu Sans', sans-serif; margin: 2em auto;
+       max-width: 1250px; padding: 0 1em; color: #222; }
+h1 { font-size: 1.6em; } h2 { margin-top: 2em; border-bottom: 1px solid #ddd; padding-bottom: .2em; }
+table { border-collapse: collapse; font-size: 12px; margin: .8em 0; }
+th, td { border: 1px solid #ddd; padding: 3px 6px; text-align: right; white-space: nowrap; }
+th { background: #f4f4f4; } td:first-child, th:first-child { text-align: left; }
+td.flags { text-align: left; color: #a05a00; }
+tr.ceiling td { background: #f7f7f7; font-style: italic; }
+.facts td { text-align: left; white-space: normal; }
+.note { background: #fff8e6; border-left: 4px solid #f0b400; padding: .5em 1em; margin: .6em 0; }
+.problem { background: #fdecec; border-left: 4px solid #d33; padding: .5em 1em; margin: .6em 0; }
+img { max-width: 100%; border: 1px solid #eee; margin: .6em 0; display: block; }
+.scroll { overflow-x: auto; }
+"""
+
+
+def _img(path: Path) -> str:
+    data = base64.b64encode(path.read_bytes()).decode()
+    return f'<img alt="{html.escape(path.stem)}" src="data:image/png;base64,{data}">'
+
+
+def _html_table(head: list[str], rows: list[list[str]], row_classes=None, flag_col=None) -> str:
+    parts = ['<div class="scroll"><table><thead><tr>']
+    parts += [f"<th>{html.escape(h)}</th>" for h in head]
+    parts.append("</tr></thead><tbody>")
+    for i, row in enumerate(rows):
+        cls = f' class="{row_classes[i]}"' if row_classes and row_classes[i] else ""
+        parts.append(f"<tr{cls}>")
+        for j, cell in enumerate(row):
+            cell_cls = ' class="flags"' if flag_col is not None and j == flag_col else ""
+            parts.append(f"<td{cell_cls}>{html.escape(str(cell))}</td>")
+        parts.append("</tr>")
+    parts.append("</tbody></table></div>")
+    return "".join(parts)
+
+
+def html_report(rows: list[dict], outcomes: dict, run: dict, charts: dict[str, list[Path]]) -> str:
+    title = f"serverlab results: {run.get('run_id', '')}"
+    body = [f"<h1>{html.escape(title)}</h1>"]
+    facts = "".join(
+        f"<tr><th>{html.escape(k)}</th><td>{html.escape(str(v))}</td></tr>" for k, v in run_facts(run)
+    )
+    body.append(f'<table class="facts">{facts}</table>')
+    body.append(f'<div class="note">{html.escape(CO_NOTE)}</div>')
+    body.append(f'<div class="note">{html.escape(CLIENT_BOUND_NOTE)}</div>')
+    for note in stack_notes(outcomes, run):
+        body.append(f'<div class="problem">{html.escape(note)}</div>')
+    if run.get("status") == "interrupted":
+        body.append('<div class="problem">This run was interrupted: the tables show what was '
+                    "measured before it stopped.</div>")  # fmt: skip
+    if not rows:
+        body.append('<div class="problem">No measurement in this run.</div>')
+    for scenario, group in scenario_groups(rows):
+        body.append(f"<h2>{html.escape(scenario)}</h2>")
+        body.append(_html_table(TABLE_HEAD, [table_cells(r) for r in group],
+                                ["ceiling" if r["ceiling"] else "" for r in group],
+                                flag_col=len(TABLE_HEAD) - 1))  # fmt: skip
+        body += [_img(chart) for chart in charts.get(scenario, [])]
+    if charts.get("resources"):
+        body.append("<h2>Resources and bytes per response</h2>")
+        body += [_img(chart) for chart in charts["resources"]]
+    stacks = stack_table(run)
+    if stacks:
+        body.append("<h2>Stacks</h2>")
+        body.append(_html_table(
+            ["stack", "language", "framework", "runtime (image)", "runtime (native)", "concurrency"],
+            stacks))  # fmt: skip
+    body.append("<p>Regenerate with <code>make report RUN=" + html.escape(run.get("run_id", "")) +
+                "</code>; raw tool outputs are in <code>raw/</code>, every measurement in "
+                "<code>results.jsonl</code>, provenance in <code>run.json</code>.</p>")  # fmt: skip
+    return (
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        f"<title>{html.escape(title)}</title><style>{CSS}</style></head>"
+        f"<body>{''.join(body)}</body></html>\n"
+    )

@@ -1,0 +1,168 @@
+"""Tidy summary rows from results.jsonl: one row per stack x scenario x connections
+(x tool, rate and CPU quota when a run varies them), with the statistics over
+the repetitions."""
+
+from __future__ import annotations
+
+import csv
+import statistics
+from collections import defaultdict
+from pathlib import Path
+
+from ..stats import summarize
+from ..tools.base import ERROR_KINDS, PERCENTILES, latency_key
+
+LATENCY_KEYS = ["mean", "stdev", *[latency_key(p) for p in PERCENTILES], "max"]
+
+COLUMNS = [
+    "stack", "display_name", "ceiling", "scenario", "connections", "tool", "phase",
+    "rate_spec", "rate", "cpu_quota", "runs", "failed_runs",
+    "rps_median", "rps_mid_mean", "rps_cv", "rps_min", "rps_max",
+    *[f"latency_{k.replace('.', '_')}_ms" for k in LATENCY_KEYS],
+    "requests", *[f"errors_{kind}" for kind in ERROR_KINDS], "errors_total", "error_rate",
+    "mb_per_s", "bytes_per_response", "header_bytes", "body_bytes", "server_header",
+    "server_cpu_mean_pct", "server_cpu_peak_pct", "rss_peak_mb",
+    "tool_cpu_pct", "client_bound_runs", "ceiling_rps", "share_of_ceiling", "problems",
+]  # fmt: skip
+
+
+def group_key(record: dict) -> tuple:
+    return (
+        record["stack"], record["scenario"], record["connections"], record["tool"],
+        record.get("phase", "measure"), record.get("rate_spec", ""), record.get("cpu_quota"),
+    )  # fmt: skip
+
+
+def _median(values):
+    data = [v for v in values if v is not None]
+    return statistics.median(data) if data else None
+
+
+def _max(values):
+    data = [v for v in values if v is not None]
+    return max(data) if data else None
+
+
+def _round(value, digits=3):
+    return None if value is None else round(value, digits)
+
+
+def measurement_rows(records: list[dict]) -> list[dict]:
+    groups: dict[tuple, list[dict]] = defaultdict(list)
+    for record in records:
+        if record.get("kind") == "measurement":
+            groups[group_key(record)].append(record)
+    rows = [aggregate(group) for group in groups.values()]
+    attach_ceiling(rows)
+    rows.sort(key=sort_key)
+    return rows
+
+
+def sort_key(row: dict):
+    return (
+        row["scenario"], row["tool"], row["phase"], row["cpu_quota"] or 0,
+        row["rate"] or 0, row["connections"], row["ceiling"], -(row["rps_median"] or 0),
+    )  # fmt: skip
+
+
+def aggregate(group: list[dict]) -> dict:
+    first = group[0]
+    ok = [r for r in group if r.get("status") == "ok"]
+    results = [r["result"] for r in ok]
+    rps = summarize(r["rps"] for r in results)
+    row = {
+        "stack": first["stack"],
+        "display_name": first.get("display_name", first["stack"]),
+        "ceiling": bool(first.get("ceiling")),
+        "scenario": first["scenario"],
+        "connections": first["connections"],
+        "tool": first["tool"],
+        "phase": first.get("phase", "measure"),
+        "rate_spec": first.get("rate_spec", ""),
+        "rate": _round(_median(r.get("rate") for r in ok), 0),
+        "cpu_quota": first.get("cpu_quota"),
+        "runs": len(ok),
+        "failed_runs": len(group) - len(ok),
+        "rps_median": _round(rps.median, 1),
+        "rps_mid_mean": _round(rps.mid_mean, 1),
+        "rps_cv": _round(rps.cv, 4),
+        "rps_min": _round(rps.min, 1),
+        "rps_max": _round(rps.max, 1),
+    }
+    for key in LATENCY_KEYS:
+        values = [r["latency_ms"].get(key) for r in results]
+        value = _max(values) if key == "max" else _median(values)
+        row[f"latency_{key.replace('.', '_')}_ms"] = _round(value, 3)
+    errors = {kind: sum(r["result"]["errors"].get(kind, 0) for r in group) for kind in ERROR_KINDS}
+    requests = sum(r["result"]["requests"] for r in group)
+    total_errors = sum(errors.values())
+    row.update({f"errors_{kind}": n for kind, n in errors.items()})
+    row["requests"] = requests
+    row["errors_total"] = total_errors
+    # Errors per attempted request (non-2xx responses are among the requests).
+    attempted = requests + total_errors - errors["non2xx"]
+    row["error_rate"] = _round(total_errors / attempted, 6) if attempted else None
+    row["mb_per_s"] = _round(_median(r["bytes_per_s"] / 1e6 for r in results), 3)
+    row["bytes_per_response"] = _round(
+        _median(r["bytes_total"] / r["requests"] for r in results if r["requests"]), 1
+    )
+    response = next((r.get("response") for r in group if r.get("response")), None) or {}
+    row["header_bytes"] = response.get("header_bytes")
+    row["body_bytes"] = response.get("body_bytes")
+    row["server_header"] = response.get("server_header") or ""
+    row["server_cpu_mean_pct"] = _round(_median(r["server"].get("cpu_mean_pct") for r in ok), 1)
+    row["server_cpu_peak_pct"] = _round(_max(r["server"].get("cpu_peak_pct") for r in ok), 1)
+    rss = _max(r["server"].get("rss_peak_bytes") for r in ok)
+    row["rss_peak_mb"] = _round(rss / 2**20, 1) if rss else None
+    row["tool_cpu_pct"] = _round(_median(r.get("tool_cpu_share", 0) * 100 for r in ok), 1)
+    row["client_bound_runs"] = sum(1 for r in ok if r.get("client_bound"))
+    problems = sorted({r.get("problem") for r in group if r.get("problem")})
+    row["problems"] = "; ".join(problems)[:300]
+    row["ceiling_rps"] = None
+    row["share_of_ceiling"] = None
+    return row
+
+
+def attach_ceiling(rows: list[dict]) -> None:
+    """Each stack row gets the ceiling measured with the same scenario, connections and tool."""
+    ceilings = {
+        (r["scenario"], r["connections"], r["tool"], r["phase"], r["rate_spec"]): r["rps_median"]
+        for r in rows
+        if r["ceiling"]
+    }
+    for row in rows:
+        ceiling = ceilings.get(
+            (row["scenario"], row["connections"], row["tool"], row["phase"], row["rate_spec"])
+        )
+        row["ceiling_rps"] = ceiling
+        if ceiling and row["rps_median"] is not None:
+            row["share_of_ceiling"] = round(row["rps_median"] / ceiling, 4)
+
+
+def stack_outcomes(records: list[dict]) -> dict[str, dict]:
+    """The latest verify/failure/stop news per stack."""
+    outcomes: dict[str, dict] = {}
+    for record in records:
+        if record.get("kind") != "stack":
+            continue
+        entry = outcomes.setdefault(record["stack"], {"failures": [], "unclean_stops": 0})
+        if record["status"] == "failed":
+            entry["failures"].append(f"{record['step']}: {record['message']}")
+            entry["failure_output"] = record.get("output", "")
+        elif record["status"] == "skipped":
+            entry["skipped"] = record["message"]
+        elif record["step"] == "verify":
+            entry["verified"] = record["message"]
+            entry["observed"] = record.get("observed", {})
+        elif record["status"] == "unclean":
+            entry["unclean_stops"] += 1
+            entry["unclean_message"] = record["message"]
+    return outcomes
+
+
+def write_csv(rows: list[dict], path: Path) -> None:
+    with path.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=COLUMNS, extrasaction="ignore")
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({k: ("" if row.get(k) is None else row.get(k)) for k in COLUMNS})

@@ -1,0 +1,20 @@
+"""Load-tool adapters: one module per tool, one common LoadResult record."""
+
+from __future__ import annotations
+
+from .ab import Ab
+from .base import LoadResult, LoadSpec, Tool, ToolError
+from .oha import Oha
+from .wrk import Wrk
+
+TOOLS = {"wrk": Wrk, "oha": Oha, "ab": Ab}
+
+
+def get_tool(name: str) -> Tool:
+    try:
+        return TOOLS[name]()
+    except KeyError:
+        raise ToolError(f"unknown load tool {name!r}: use {', '.join(TOOLS)}") from None
+
+
+__all__ = ["LoadResult", "LoadSpec", "Tool", "ToolError", "TOOLS", "get_tool"]

@@ -1,0 +1,213 @@
+"""The common record every load tool's output is parsed into, and the runner.
+
+Each tool module builds a command line from a `LoadSpec` and parses the
+tool's raw output into a `LoadResult`. Running is shared: the tool is pinned
+to the client cores with taskset, its raw stdout/stderr are kept, and its
+CPU time is taken from the kernel's rusage of the exited process (wait4), so
+the client-bound flag does not depend on sampling.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+# Latency percentiles every tool reports where it can (keys are percent).
+PERCENTILES = (50, 75, 90, 95, 99, 99.9)
+ERROR_KINDS = ("connect", "read", "write", "timeout", "non2xx")
+# A load tool that used this share of its cores or more was (probably) the
+# bottleneck, not the server: the measurement says more about the client.
+CLIENT_BOUND_SHARE = 0.90
+
+
+class ToolError(Exception):
+    """The tool could not be run at all (missing binary, bad arguments)."""
+
+
+@dataclass(frozen=True)
+class LoadSpec:
+    """What to load and how; each tool uses the fields it understands."""
+
+    url: str
+    connections: int
+    duration: float = 10.0  # seconds (wrk, oha)
+    timeout: int = 2  # seconds per request; whole seconds (wrk's --timeout)
+    threads: int = 1  # wrk threads; clamped to connections
+    rate: float | None = None  # requests/s for open loop (oha)
+    requests: int | None = None  # total requests (ab)
+    keepalive: bool = True  # ab -k; wrk and oha always keep alive
+    client_cpus: tuple[int, ...] | None = None  # taskset for the tool
+
+
+def latency_key(percent: float) -> str:
+    """50 -> 'p50', 99.9 -> 'p99.9'."""
+    return f"p{percent:g}"
+
+
+@dataclass
+class LoadResult:
+    """One measurement as reported by one tool; times in milliseconds."""
+
+    tool: str
+    requests: int = 0  # completed responses (any status)
+    duration_s: float = 0.0
+    rps: float = 0.0
+    bytes_total: int = 0
+    bytes_per_s: float = 0.0
+    latency_ms: dict = field(default_factory=dict)  # mean, stdev, min, max, p50...p99.9
+    # Percentile curve for CDF charts: [[percent, ms], ...] ascending.
+    latency_curve: list = field(default_factory=list)
+    errors: dict = field(default_factory=lambda: dict.fromkeys(ERROR_KINDS, 0))
+    status_counts: dict = field(default_factory=dict)  # "200": n, where the tool tells
+    # Tool-specific notes (e.g. "latency corrected for coordinated omission").
+    notes: list = field(default_factory=list)
+    ok: bool = True  # the tool produced a parsable report
+    problem: str = ""  # why not, or what went wrong (e.g. connection refused)
+    command: list = field(default_factory=list)
+    exit_code: int | None = None
+    tool_cpu_s: float = 0.0  # user + system CPU seconds of the tool process
+    wall_s: float = 0.0
+
+    @property
+    def errors_total(self) -> int:
+        return sum(self.errors.values())
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        data["errors_total"] = self.errors_total
+        return data
+
+
+def tool_cpu_share(cpu_seconds: float, wall_seconds: float, cores: int) -> float:
+    """Share (0..1) of its available cores the tool kept busy."""
+    if wall_seconds <= 0 or cores <= 0:
+        return 0.0
+    return cpu_seconds / (wall_seconds * cores)
+
+
+def client_bound(cpu_seconds: float, wall_seconds: float, cores: int) -> bool:
+    """True when the load tool used >= 90% of its cores: the client may be the limit."""
+    return tool_cpu_share(cpu_seconds, wall_seconds, cores) >= CLIENT_BOUND_SHARE
+
+
+def pinned(command: list[str], cpus: tuple[int, ...] | None) -> list[str]:
+    if not cpus:
+        return command
+    return ["taskset", "-c", ",".join(map(str, cpus)), *command]
+
+
+def run_tool(
+    command: list[str],
+    raw_prefix: Path,
+    timeout_s: float,
+    cpus: tuple[int, ...] | None = None,
+) -> tuple[int, str, str, float, float]:
+    """Run a load tool to completion; return (exit code, stdout, stderr, cpu s, wall s).
+
+    Raw outputs go to `<raw_prefix>.stdout` / `.stderr` (the stderr file is
+    removed when empty). The child is reaped with wait4 so its own CPU time is
+    known exactly (taskset execs the tool: the child *is* the tool). A tool
+    still running after `timeout_s` is killed (exit code -9).
+    """
+    if not shutil.which(command[0]):
+        raise ToolError(f"{command[0]} not found on PATH")
+    raw_prefix.parent.mkdir(parents=True, exist_ok=True)
+    out_path = raw_prefix.with_name(raw_prefix.name + ".stdout")
+    err_path = raw_prefix.with_name(raw_prefix.name + ".stderr")
+    started = time.monotonic()
+    with out_path.open("wb") as out, err_path.open("wb") as err:
+        process = subprocess.Popen(
+            pinned(command, cpus),
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=err,
+            start_new_session=True,  # Ctrl-C reaches the harness, which stops the tool
+        )
+    try:
+        status, usage = _wait_with_rusage(process, started + timeout_s)
+    except BaseException:  # KeyboardInterrupt: never leave a load tool running
+        _kill_group(process.pid)
+        _wait_with_rusage(process, time.monotonic() + 5)
+        raise
+    wall = time.monotonic() - started
+    process.returncode = os.waitstatus_to_exitcode(status)
+    stderr = err_path.read_text(errors="replace")
+    if not stderr:
+        err_path.unlink()
+    cpu = usage.ru_utime + usage.ru_stime if usage else 0.0
+    return process.returncode, out_path.read_text(errors="replace"), stderr, cpu, wall
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def _wait_with_rusage(process: subprocess.Popen, deadline: float):
+    """Reap the child with wait4 (keeps its rusage); kill it at the deadline."""
+    killed = False
+    while True:
+        pid, status, usage = os.wait4(process.pid, os.WNOHANG)
+        if pid == process.pid:
+            return status, usage
+        if not killed and time.monotonic() > deadline:
+            _kill_group(process.pid)
+            killed = True
+        time.sleep(0.02)
+
+
+class Tool:
+    """A load tool adapter: command line in, LoadResult out."""
+
+    name = ""
+    binary = ""
+
+    def path(self) -> str | None:
+        return shutil.which(self.binary)
+
+    def available(self) -> bool:
+        return self.path() is not None
+
+    def version(self) -> str:
+        raise NotImplementedError
+
+    def command(self, spec: LoadSpec) -> list[str]:
+        raise NotImplementedError
+
+    def parse(self, stdout: str, stderr: str, exit_code: int) -> LoadResult:
+        raise NotImplementedError
+
+    def usable_cores(self, spec: LoadSpec) -> int:
+        """How many of the client cores the tool can keep busy (for client-bound)."""
+        return len(spec.client_cpus) if spec.client_cpus else os.cpu_count() or 1
+
+    def deadline(self, spec: LoadSpec) -> float:
+        """Wall-clock seconds after which the tool is killed."""
+        return spec.duration + spec.timeout + 30
+
+    def run(self, spec: LoadSpec, raw_prefix: Path) -> LoadResult:
+        command = self.command(spec)
+        if not self.available():
+            raise ToolError(f"{self.name}: {self.binary} not found (see scripts/bootstrap.sh)")
+        command[0] = self.path()
+        code, out, err, cpu, wall = run_tool(command, raw_prefix, self.deadline(spec), spec.client_cpus)
+        result = self.parse(out, err, code)
+        result.command = pinned(command, spec.client_cpus)
+        result.exit_code = code
+        result.tool_cpu_s = cpu
+        result.wall_s = wall
+        return result
+
+
+def first_line(text: str) -> str:
+    for line in text.splitlines():
+        if line.strip():
+            return line.strip()
+    return ""
