@@ -19,32 +19,11 @@ import pytest
 from contracts.conformance import ServerUnreachable, UsageError, run_checks
 from contracts.conformance.expect import parse_imf_fixdate
 from contracts.conformance.runner import DEFAULT_VECTORS
-from contracts.conformance.vectors import load_inputs, load_workday
-from contracts.tests.conftest import DISPLAY_NAME, REPO_ROOT
+from contracts.conformance.vectors import load_workday
+from contracts.tests.conftest import DISPLAY_NAME, REPO_ROOT, expected_ids
 
 CHECK_LINE = re.compile(r"(PASS|FAIL) (\S+)  (.+)")
 SUMMARY_LINE = re.compile(r"(\d+) passed, (\d+) failed")
-
-
-def expected_ids() -> list:
-    """Every check id a correct server produces, derived from the vector files."""
-    inputs = load_inputs(DEFAULT_VECTORS / "inputs.json")
-    ids = ["hello-status", "hello-content-type", "hello-body", "hello-clock",
-           "hello-millis", "hello-not-cached"]
-    ids += [f"n-valid[{c.raw}]" for c in inputs.n_valid]
-    ids += [f"n-hello[{c.raw}]" for c in inputs.n_hello]
-    ids += [f"n-invalid[{c.raw}]" for c in inputs.n_invalid]
-    ids += ["n-random", "workday-vectors"]
-    ids += [f"at-valid[{c.raw}]" for c in inputs.at_valid]
-    ids += [f"at-invalid[{c.raw}]" for c in inputs.at_invalid]
-    ids += ["workday-now", "header-content-type", "header-content-length",
-            "header-no-chunked", "header-no-cookie", "header-date", "header-no-compression"]
-    ids += ["not-found[/nope]", "not-found[/workday/]", "not-found[/index.html]"]
-    ids += [f"method-not-allowed[{m}:{p}]" for p in ("/", "/workday")
-            for m in ("POST", "PUT", "DELETE", "PATCH")]
-    ids += ["head[/]", "head[/?n=10]", "head[/workday]", "keep-alive", "http10",
-            "http10-no-host", "connection-close", "concurrent", "header-date-fresh"]
-    return ids
 
 
 def run_cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
