@@ -1,0 +1,81 @@
+"""The serverlab contract as one WSGI application (PEP 3333), for every WSGI server.
+
+bjoern, gunicorn, meinheld, cheroot and uWSGI all serve this same callable,
+so a difference in their results is a difference between the servers.
+Routing and bodies come from :class:`~serverlab_contract.Router`; this module
+only adapts them to WSGI:
+
+- the route is ``PATH_INFO`` and the query ``QUERY_STRING`` exactly as the
+  server passes it (still percent-encoded; the router decodes it as a form);
+- ``Content-Type`` and an exact ``Content-Length`` on every response, so no
+  server falls back to chunked encoding or closes the connection to end a body;
+- ``HEAD`` returns GET's status and headers with an empty body;
+- the body is a one-item list of bytes, the form every server writes in one go.
+
+``Date``: the contract wants exactly one current Date header. gunicorn,
+meinheld, cheroot and uWSGI's HTTP router add their own (meinheld even drops
+an application's), bjoern adds none. Each stack therefore says whether the
+application adds it (``add_date``); when it does, the value comes from a
+:class:`~serverlab_contract.DateCache`, formatted at most once a second.
+
+Usage, in a stack's own module::
+
+    from serverlab_contract.wsgi import application_from_env
+
+    application = application_from_env("bjoern", add_date=True)
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Callable, Iterable, List, Mapping, Optional
+
+from .config import ConfigError, calendar_from_env
+from .responses import DateCache, Router
+from .workday import TradingCalendar
+
+StartResponse = Callable[..., Callable[[bytes], object]]
+WSGIApplication = Callable[[dict, StartResponse], Iterable[bytes]]
+
+
+def create_app(display_name: str, calendar: TradingCalendar, *, add_date: bool) -> WSGIApplication:
+    """The WSGI application for one stack.
+
+    ``add_date``: True when the server sends no Date header of its own
+    (bjoern); False when it does (a second Date would break the contract).
+    """
+    respond = Router(display_name, calendar).respond
+    dates = DateCache() if add_date else None
+
+    def application(environ: dict, start_response: StartResponse) -> List[bytes]:
+        response = respond(
+            environ["REQUEST_METHOD"], environ.get("PATH_INFO", ""), environ.get("QUERY_STRING", "")
+        )
+        # PEP 3333 wants a list of (str, str) tuples; a fresh list, because
+        # servers may append their own headers to it.
+        headers = list(response.headers)
+        if dates is not None:
+            headers.append(("Date", dates.value()))
+        start_response(response.status_line, headers)
+        return [response.body]
+
+    application.__doc__ = f"serverlab contract, WSGI, display name {display_name!r}"
+    return application
+
+
+def application_from_env(
+    display_name: str, *, add_date: bool, environ: Optional[Mapping[str, str]] = None
+) -> WSGIApplication:
+    """:func:`create_app` with the calendar named by ``WORKDAY_CALENDAR``.
+
+    For servers that import the application themselves (gunicorn workers,
+    uWSGI): the calendar is read once, when the module is imported. A missing
+    or unreadable calendar ends the process with status 2 and a message that
+    names the variable and the path.
+    """
+    try:
+        calendar = calendar_from_env(environ)
+    except ConfigError as exc:
+        print(f"configuration error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
+    return create_app(display_name, calendar, add_date=add_date)

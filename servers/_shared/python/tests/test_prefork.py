@@ -1,0 +1,140 @@
+"""The pre-fork supervisor used by bjoern and meinheld, with real processes."""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+from python_contract_data import PACKAGE_ROOT
+
+# A stand-in server: each worker records its pid, then idles until its stop
+# signal (SIGINT raises KeyboardInterrupt, as in bjoern). MODE picks a misbehaviour.
+WORKER = textwrap.dedent("""
+    import os, signal, sys, time
+    from serverlab_contract.prefork import run_forked
+
+    mode, pids = os.environ["MODE"], os.environ["PIDS"]
+
+    def serve():
+        with open(pids, "a") as out:
+            out.write(f"{os.getpid()}\\n")
+        if mode == "fail":
+            raise RuntimeError("cannot serve")
+        if mode == "stubborn":
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+        if mode == "crash-once" and not os.path.exists(pids + ".crashed"):
+            open(pids + ".crashed", "w").close()
+            time.sleep(0.5)
+            os._exit(3)
+        while True:
+            time.sleep(0.05)
+
+    print("ready", flush=True)
+    sys.exit(run_forked(2, serve, stop_signal=signal.SIGINT, grace=1.0, boot_time=0.3, name="test"))
+    """)
+
+
+def start(tmp_path, mode):
+    pids = tmp_path / "pids"
+    env = dict(os.environ, MODE=mode, PIDS=str(pids), PYTHONPATH=str(PACKAGE_ROOT))
+    process = subprocess.Popen(
+        [sys.executable, "-c", WORKER],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    assert process.stdout.readline() == "ready\n"
+    return process, pids
+
+
+def worker_pids(pids, count, timeout=5.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = pids.read_text().split() if pids.exists() else []
+        if len(found) >= count:
+            return [int(pid) for pid in found]
+        time.sleep(0.02)
+    pytest.fail(f"expected {count} worker pids, got {found}")
+
+
+def alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie is dead too; its parent will reap it.
+    with open(f"/proc/{pid}/stat") as stat:
+        return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def group_members(pgid):
+    members = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as stat:
+                    fields = stat.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[2]) == pgid and fields[0] != "Z":
+                members.append(int(entry))
+    return members
+
+
+@pytest.fixture
+def cleanup():
+    started = []
+    yield started
+    for process in started:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_stop_signal_stops_every_worker(tmp_path, cleanup, signum):
+    process, pids = start(tmp_path, "normal")
+    cleanup.append(process)
+    workers = worker_pids(pids, 2)
+    assert all(alive(pid) for pid in workers)
+    process.send_signal(signum)
+    assert process.wait(5) == 0
+    assert group_members(process.pid) == []
+
+
+def test_workers_that_ignore_the_stop_signal_are_killed_after_the_grace_time(tmp_path, cleanup):
+    process, pids = start(tmp_path, "stubborn")
+    cleanup.append(process)
+    worker_pids(pids, 2)
+    time.sleep(0.1)  # let the workers install SIG_IGN
+    started = time.monotonic()
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(5) == 0
+    assert 0.9 <= time.monotonic() - started < 4
+    assert "still busy after 1 s" in process.stderr.read()
+    assert group_members(process.pid) == []
+
+
+def test_a_worker_that_fails_at_start_stops_the_server(tmp_path, cleanup):
+    process, _ = start(tmp_path, "fail")
+    cleanup.append(process)
+    assert process.wait(5) == 1
+    error = process.stderr.read()
+    assert "cannot serve" in error and "failed at start-up" in error
+    assert group_members(process.pid) == []
+
+
+def test_a_worker_that_dies_later_is_replaced(tmp_path, cleanup):
+    process, pids = start(tmp_path, "crash-once")
+    cleanup.append(process)
+    first, second, replacement = worker_pids(pids, 3)
+    assert not alive(first) or not alive(second)
+    assert alive(replacement)
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(5) == 0
+    assert "exited with code 3" in process.stderr.read()
