@@ -69,9 +69,14 @@ http {{
     server {{
         listen 127.0.0.1:{port} backlog=4096;
         root {folder}/www;
-        # / and /?n=1|10|100 map to precomputed files; anything else is 404.
-        location = / {{ try_files /body-$arg_n.txt =404; }}
-        location = /workday {{ try_files /workday.txt =404; }}
+        # Small answers straight from memory (`return`, no file I/O); the 10 and
+        # 100 KB bodies from precomputed files (sendfile). Anything else: 404.
+        location = / {{
+            if ($arg_n = "") {{ return 200 "{hello}"; }}
+            if ($arg_n = "1") {{ return 200 "{kb1}"; }}
+            try_files /body-$arg_n.txt =404;
+        }}
+        location = /workday {{ return 200 "{workday}"; }}
         # A fixed non-2xx answer, used to record load-tool fixtures.
         location = /unavailable {{ return 503 "unavailable\\n"; }}
     }}
@@ -104,7 +109,15 @@ def write_site(folder: Path, port: int, workers: int) -> Path:
     user = "user root;" if os.geteuid() == 0 else ""
     config = folder / "nginx.conf"
     config.write_text(
-        CONFIG.format(folder=folder.resolve(), port=port, workers=workers, user=user)
+        CONFIG.format(
+            folder=folder.resolve(),
+            port=port,
+            workers=workers,
+            user=user,
+            hello=BODIES["body-.txt"],
+            kb1=BODIES["body-1.txt"],
+            workday=BODIES["workday.txt"],
+        )
     )
     return config
 

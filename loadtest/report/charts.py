@@ -25,8 +25,11 @@ def _thousands(value, _pos):
     return f"{value / 1000:g}k" if value >= 1000 else f"{value:g}"
 
 
-def _save(fig, path: Path) -> Path:
-    fig.tight_layout()
+def _save(fig, path: Path, note: str = "") -> Path:
+    if note:
+        fig.text(0.01, 0.01, note, fontsize=7, color="#555")
+    # Leave room at the bottom for the note.
+    fig.tight_layout(rect=(0, 0.04 if note else 0, 1, 1))
     fig.savefig(path, dpi=DPI)
     plt.close(fig)
     return path
@@ -56,7 +59,7 @@ def rps_vs_connections(rows: list[dict], scenario: str, path: Path, note: str) -
         low = [p["rps_median"] - (p["rps_min"] or p["rps_median"]) for p in points]
         high = [(p["rps_max"] or p["rps_median"]) - p["rps_median"] for p in points]
         if stack == "__ceiling__":
-            ax.plot(x, y, marker="s", label=f"{points[0]['display_name']} ceiling", **CEILING_STYLE)
+            ax.plot(x, y, marker="s", label=points[0]["display_name"], **CEILING_STYLE)
         else:
             ax.errorbar(x, y, yerr=[low, high], marker="o", capsize=3, color=colors[stack],
                         label=points[0]["display_name"])  # fmt: skip
@@ -72,8 +75,7 @@ def rps_vs_connections(rows: list[dict], scenario: str, path: Path, note: str) -
     ax.set_title(f"Throughput, {scenario}")
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
-    fig.text(0.01, 0.01, note, fontsize=7, color="#555")
-    return _save(fig, path)
+    return _save(fig, path, note)
 
 
 def rps_vs_quota(rows: list[dict], scenario: str, path: Path) -> Path | None:
@@ -124,8 +126,7 @@ def latency_bars(rows: list[dict], scenario: str, path: Path, note: str) -> Path
     ax.set_title(f"p95 and p99 latency, {scenario}, {top} connections ({data[0]['tool']})")
     ax.grid(True, axis="x", alpha=0.3)
     ax.legend(fontsize=8)
-    fig.text(0.01, 0.01, note, fontsize=7, color="#555")
-    return _save(fig, path)
+    return _save(fig, path, note)
 
 
 def latency_cdf(records: list[dict], scenario: str, path: Path, note: str) -> Path | None:
@@ -140,10 +141,13 @@ def latency_cdf(records: list[dict], scenario: str, path: Path, note: str) -> Pa
     top = max(r["connections"] for r in data)
     curves: dict[str, dict] = defaultdict(lambda: defaultdict(list))
     names = {}
+    ceilings = set()
     for r in data:
         if r["connections"] != top:
             continue
-        names[r["stack"]] = r.get("display_name", r["stack"]) + (" ceiling" if r.get("ceiling") else "")
+        names[r["stack"]] = r.get("display_name", r["stack"])
+        if r.get("ceiling"):
+            ceilings.add(r["stack"])
         for percent, ms in r["result"]["latency_curve"]:
             if ms is not None and ms > 0:
                 curves[r["stack"]][percent].append(ms)
@@ -152,7 +156,7 @@ def latency_cdf(records: list[dict], scenario: str, path: Path, note: str) -> Pa
     fig, ax = plt.subplots(figsize=(8.5, 4.8))
     for stack in stacks:
         points = sorted((p, statistics.median(v)) for p, v in curves[stack].items())
-        style = CEILING_STYLE if names[stack].endswith("ceiling") else {"color": colors[stack]}
+        style = CEILING_STYLE if stack in ceilings else {"color": colors[stack]}
         ax.plot([ms for _, ms in points], [p for p, _ in points], label=names[stack], **style)
     ax.set_xscale("log")
     ax.set_ylim(0, 100)
@@ -161,8 +165,7 @@ def latency_cdf(records: list[dict], scenario: str, path: Path, note: str) -> Pa
     ax.set_title(f"Latency distribution, {scenario}, {top} connections")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
-    fig.text(0.01, 0.01, note, fontsize=7, color="#555")
-    return _save(fig, path)
+    return _save(fig, path, note)
 
 
 def open_loop(rows: list[dict], scenario: str, path: Path) -> Path | None:
@@ -184,9 +187,7 @@ def open_loop(rows: list[dict], scenario: str, path: Path) -> Path | None:
     ax.set_title(f"Open-loop p99 latency against offered load, {scenario} (oha)")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
-    fig.text(0.01, 0.01, "oha with --latency-correction: free of coordinated omission",
-             fontsize=7, color="#555")  # fmt: skip
-    return _save(fig, path)
+    return _save(fig, path, "oha with --latency-correction: free of coordinated omission")
 
 
 def resources(rows: list[dict], path: Path) -> Path | None:
