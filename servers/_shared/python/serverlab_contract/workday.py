@@ -68,7 +68,7 @@ class TradingCalendar:
 
     __slots__ = ("first", "last", "_closed")
 
-    def __init__(self, first: date, last: date, non_trading: "set[date] | FrozenSet[date]"):
+    def __init__(self, first: date, last: date, non_trading: set[date] | FrozenSet[date]):
         if first > last:
             raise CalendarError(f"range starts after it ends: {first} > {last}")
         self.first = first
