@@ -2,7 +2,8 @@
 
 Standard library only (http.server, HTTP/1.1, keep-alive). It is not one of
 the project's stacks and is never benchmarked. Named switches (BREAKS) each
-break one rule on purpose, so the tests can prove that the checker notices.
+break one rule on purpose, so the tests can prove that the checker notices;
+VARIATIONS are allowed behaviours the checker must accept.
 
     with ReferenceServer("Reference", breaks={"chunked"}) as server:
         run_checks(server.url, "Reference")
@@ -58,6 +59,16 @@ BREAKS = {
     "reject-http10": "HTTP/1.0 requests get 505",
 }
 
+# Behaviour that real servers show and the contract allows: the checker
+# must accept every one of these.
+VARIATIONS = {
+    "close-after-error": "close the connection after 400, 404 and 405 (Tomcat does after 400)",
+    "no-server-header": "no Server header",
+    "lagging-date": "a Date up to 2 s old, like a cache refreshed once a second",
+    "allow-head-get": "Allow: HEAD, GET",
+    "keep-alive-header": "Connection: keep-alive and Keep-Alive: timeout=5 on every response",
+}
+
 
 def load_calendar(path: Path) -> set:
     days = set()
@@ -71,12 +82,13 @@ def load_calendar(path: Path) -> set:
 class Contract:
     """The contract's logic, with the switched-on breaks applied."""
 
-    def __init__(self, display_name: str, breaks: set, calendar: Path) -> None:
-        unknown = set(breaks) - set(BREAKS)
+    def __init__(self, display_name: str, breaks: set, calendar: Path, variations: set = frozenset()) -> None:
+        unknown = (set(breaks) - set(BREAKS)) | (set(variations) - set(VARIATIONS))
         if unknown:
-            raise ValueError(f"unknown break switches: {sorted(unknown)}")
+            raise ValueError(f"unknown break switches or variations: {sorted(unknown)}")
         self.display_name = display_name
         self.breaks = set(breaks)
+        self.variations = set(variations)
         self.closed = set() if "weekends-only" in breaks else load_calendar(calendar)
         self.started = time.time()
         self.cached_hello = None
@@ -158,6 +170,8 @@ class Contract:
             return email.utils.formatdate(self.started - 3600, usegmt=True)
         if "frozen-date" in self.breaks:
             return email.utils.formatdate(self.started, usegmt=True)
+        if "lagging-date" in self.variations:
+            return email.utils.formatdate(time.time() - 1, usegmt=True)
         return email.utils.formatdate(usegmt=True)
 
 
@@ -216,7 +230,8 @@ class Handler(BaseHTTPRequestHandler):
         if self.route() is None:
             self.send(404, b"not found", "text/plain")
             return
-        extra = [] if "no-allow" in self.contract.breaks else [("Allow", "GET, HEAD")]
+        allow = "HEAD, GET" if "allow-head-get" in self.contract.variations else "GET, HEAD"
+        extra = [] if "no-allow" in self.contract.breaks else [("Allow", allow)]
         self.send(405, b"method not allowed", "text/plain", extra)
 
     do_POST = do_PUT = do_DELETE = do_PATCH = not_allowed
@@ -247,8 +262,8 @@ class Handler(BaseHTTPRequestHandler):
     ) -> None:
         """Write a whole response; the breaks decide what goes wrong."""
         self.answered = True
-        breaks = self.contract.breaks
-        headers = [("Server", self.server_version)]
+        breaks, variations = self.contract.breaks, self.contract.variations
+        headers = [] if "no-server-header" in variations else [("Server", self.server_version)]
         date = self.contract.date_header()
         if date is not None:
             headers.append(("Date", date))
@@ -267,8 +282,10 @@ class Handler(BaseHTTPRequestHandler):
             headers.append(("Content-Length", str(length)))
         if "set-cookie" in breaks:
             headers.append(("Set-Cookie", "session=1; Path=/"))
-        if "keepalive-off" in breaks:
+        if "keepalive-off" in breaks or (status >= 400 and "close-after-error" in variations):
             headers.append(("Connection", "close"))
+        elif "keep-alive-header" in variations and not self.close_connection:
+            headers += [("Connection", "keep-alive"), ("Keep-Alive", "timeout=5")]
         headers.extend(extra)
         self.send_response_only(status)
         for name, value in headers:
@@ -297,8 +314,10 @@ class _HTTPServer(ThreadingHTTPServer):
 class ReferenceServer:
     """Serves the contract on 127.0.0.1 (a free port) from a background thread."""
 
-    def __init__(self, display_name: str = "Reference", breaks=(), calendar: Path = CALENDAR) -> None:
-        self.contract = Contract(display_name, set(breaks), calendar)
+    def __init__(
+        self, display_name: str = "Reference", breaks=(), calendar: Path = CALENDAR, variations=()
+    ) -> None:
+        self.contract = Contract(display_name, set(breaks), calendar, set(variations))
         self.httpd = _HTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.contract = self.contract
         self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
