@@ -387,7 +387,7 @@ class Supervisor:
                 continue
             code = os.waitstatus_to_exitcode(status)
             if self.stopping:
-                if code != 0:
+                if code != 0 and not self.exit_code:
                     self.exit_code = 1
                 continue
             print(f"worker {number} (pid {pid}) exited with code {code}", file=sys.stderr)

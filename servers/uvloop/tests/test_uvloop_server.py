@@ -11,6 +11,7 @@ import os
 import re
 import signal
 import socket
+import subprocess
 import time
 from pathlib import Path
 
@@ -310,3 +311,39 @@ def test_single_worker_runs_in_process_and_stops_cleanly():
         assert c.response()[2] == b"2019-05-06"
         c.close()
         assert srv.stop() == 0
+
+
+def test_port_in_use_stops_every_worker_with_a_clear_message(server):
+    python = server.manifest.build_dir / "venv" / "bin" / "python"
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        env = dict(
+            os.environ,
+            PORT=str(taken.getsockname()[1]),
+            HOST="127.0.0.1",
+            WORKERS="2",
+            WORKDAY_CALENDAR=str(
+                STACK.parent.parent / "contracts/calendar/xshg-non-trading-weekdays.txt"
+            ),
+        )
+        result = subprocess.run(
+            [str(python), "server.py"],
+            cwd=STACK,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+    assert result.returncode == 3
+    assert "cannot listen on 127.0.0.1:" in result.stderr
+
+
+def test_missing_calendar_is_a_clear_error(server):
+    python = server.manifest.build_dir / "venv" / "bin" / "python"
+    env = {k: v for k, v in os.environ.items() if k != "WORKDAY_CALENDAR"}
+    result = subprocess.run(
+        [str(python), "server.py"], cwd=STACK, env=env, capture_output=True, text=True, timeout=30
+    )
+    assert result.returncode == 2
+    assert "WORKDAY_CALENDAR is not set" in result.stderr
