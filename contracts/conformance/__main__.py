@@ -21,16 +21,29 @@ def parse_args(argv: list) -> argparse.Namespace:
     )
     parser.add_argument("--base-url", required=True, help="e.g. http://127.0.0.1:8101 (no path)")
     parser.add_argument("--display-name", required=True, help="the name the hello body must carry")
-    parser.add_argument("--json", action="store_true", help="print one JSON report instead of lines")
-    parser.add_argument("--seed", type=int, help="seed for the random n values (default: random, printed)")
     parser.add_argument(
-        "--timeout", type=float, default=DEFAULT_TIMEOUT,
+        "--json", action="store_true", help="print one JSON report instead of lines"
+    )
+    parser.add_argument(
+        "--seed", type=int, help="seed for the random n values (default: random, printed)"
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT,
         help=f"seconds allowed per connection and response (default {DEFAULT_TIMEOUT:g})",
     )
-    parser.add_argument("--calendar", help="calendar file (default: contracts/calendar/xshg-non-trading-weekdays.txt)")
-    parser.add_argument("--vectors", help="folder with workday.json and inputs.json (default: contracts/vectors)")
     parser.add_argument(
-        "--only", action="append", metavar="NAME",
+        "--calendar",
+        help="calendar file (default: contracts/calendar/xshg-non-trading-weekdays.txt)",
+    )
+    parser.add_argument(
+        "--vectors", help="folder with workday.json and inputs.json (default: contracts/vectors)"
+    )
+    parser.add_argument(
+        "--only",
+        action="append",
+        metavar="NAME",
         help="run only these check groups or categories (comma-separated, repeatable): "
         + ", ".join(CATEGORIES + GROUP_NAMES),
     )

@@ -11,8 +11,8 @@ from . import expect
 from .context import (
     NETWORK_ERRORS,
     Context,
-    Outcome,
     Failure,
+    Outcome,
     describe_error,
     failed,
     guarded,
@@ -63,7 +63,11 @@ def check_hello(ctx: Context) -> list:
 def _hello_clock(body: str, before: dt.datetime, after: dt.datetime) -> Outcome:
     stamp = expect.parse_hello_time(body)
     if stamp is None:
-        return failed("hello-clock", f"expected a YYYY-MM-DD HH:MM:SS.mmm time at the end of the body, got {expect.show(body)}")
+        return failed(
+            "hello-clock",
+            "expected a YYYY-MM-DD HH:MM:SS.mmm time at the end of the body, "
+            f"got {expect.show(body)}",
+        )
     # The stamp is truncated to milliseconds; the window covers the request.
     if stamp < before - HELLO_CLOCK_TOLERANCE or stamp > after + HELLO_CLOCK_TOLERANCE:
         offset = (stamp - before).total_seconds()
@@ -72,7 +76,9 @@ def _hello_clock(body: str, before: dt.datetime, after: dt.datetime) -> Outcome:
             f"expected UTC time within 2 s of the checker's clock ({before:%Y-%m-%d %H:%M:%S}), "
             f"got {stamp:%Y-%m-%d %H:%M:%S.%f} ({offset:+.3f} s)",
         )
-    return passed("hello-clock", f"{(stamp - before).total_seconds():+.3f} s from the checker's clock")
+    return passed(
+        "hello-clock", f"{(stamp - before).total_seconds():+.3f} s from the checker's clock"
+    )
 
 
 def check_hello_millis(ctx: Context) -> list:
@@ -109,9 +115,15 @@ def check_hello_not_cached(ctx: Context) -> list:
             second = client.get("/").text
         t1, t2 = expect.parse_hello_time(first), expect.parse_hello_time(second)
         if t1 is None or t2 is None:
-            raise Failure(f"expected two hellos with timestamps, got {expect.show(first)} and {expect.show(second)}")
+            raise Failure(
+                f"expected two hellos with timestamps, "
+                f"got {expect.show(first)} and {expect.show(second)}"
+            )
         if t2 <= t1:
-            raise Failure(f"expected the second hello (50 ms later) to carry a later time, got {first!r} then {second!r}")
+            raise Failure(
+                "expected the second hello (50 ms later) to carry a later time, "
+                f"got {first!r} then {second!r}"
+            )
         return f"timestamps advanced by {(t2 - t1).total_seconds() * 1000:.0f} ms"
 
     return [guarded("hello-not-cached", run)]
@@ -143,23 +155,32 @@ def check_n_vectors(ctx: Context) -> list:
     name = ctx.display_name
     cases = []
     for case in ctx.inputs.n_valid:
-        cases.append((
-            f"n-valid[{case.raw}]", _target("/", case.raw),
-            lambda r, kb=case.kb: expect.kb_problems(r, kb),
-            f"200, {case.kb * 1000} bytes of X",
-        ))
+        cases.append(
+            (
+                f"n-valid[{case.raw}]",
+                _target("/", case.raw),
+                lambda r, kb=case.kb: expect.kb_problems(r, kb),
+                f"200, {case.kb * 1000} bytes of X",
+            )
+        )
     for case in ctx.inputs.n_hello:
-        cases.append((
-            f"n-hello[{case.raw}]", _target("/", case.raw),
-            lambda r: expect.hello_problems(r, name),
-            "200, hello",
-        ))
+        cases.append(
+            (
+                f"n-hello[{case.raw}]",
+                _target("/", case.raw),
+                lambda r: expect.hello_problems(r, name),
+                "200, hello",
+            )
+        )
     for case in ctx.inputs.n_invalid:
-        cases.append((
-            f"n-invalid[{case.raw}]", _target("/", case.raw),
-            expect.n_error_problems,
-            f"400 {expect.N_ERROR!r}",
-        ))
+        cases.append(
+            (
+                f"n-invalid[{case.raw}]",
+                _target("/", case.raw),
+                expect.n_error_problems,
+                f"400 {expect.N_ERROR!r}",
+            )
+        )
     return _run_cases(ctx, cases)
 
 
@@ -177,7 +198,12 @@ def check_n_random(ctx: Context) -> list:
             f"got {len(failures)} wrong, each listed as n-random[n=...]"
         )
         return [failed("n-random", summary)] + failures
-    return [passed("n-random", f"{RANDOM_N_COUNT}/{RANDOM_N_COUNT} (seed {ctx.seed}): {', '.join(map(str, values))}")]
+    return [
+        passed(
+            "n-random",
+            f"{RANDOM_N_COUNT}/{RANDOM_N_COUNT} (seed {ctx.seed}): {', '.join(map(str, values))}",
+        )
+    ]
 
 
 # -- workday ----------------------------------------------------------------
@@ -210,7 +236,11 @@ def check_workday_vectors(ctx: Context) -> list:
     chunks = [numbered[i::VECTOR_WORKERS] for i in range(VECTOR_WORKERS)]
     with ThreadPoolExecutor(max_workers=VECTOR_WORKERS) as pool:
         results = sorted(
-            (item for chunk in pool.map(lambda c: _workday_chunk(ctx, c), chunks) for item in chunk),
+            (
+                item
+                for chunk in pool.map(lambda c: _workday_chunk(ctx, c), chunks)
+                for item in chunk
+            ),
             key=lambda item: item[0],
         )
     wrong = [
@@ -222,7 +252,8 @@ def check_workday_vectors(ctx: Context) -> list:
     if wrong:
         summary = failed(
             "workday-vectors",
-            f"expected {total}/{total} right, got {len(wrong)} wrong, each listed as workday-vector[...]",
+            f"expected {total}/{total} right, got {len(wrong)} wrong, "
+            "each listed as workday-vector[...]",
         )
         return [summary] + wrong
     return [passed("workday-vectors", f"{total}/{total}")]
@@ -232,17 +263,23 @@ def check_at_vectors(ctx: Context) -> list:
     """Every `at` vector of inputs.json: valid times and each bad input."""
     cases = []
     for case in ctx.inputs.at_valid:
-        cases.append((
-            f"at-valid[{case.raw}]", _target("/workday", case.raw),
-            lambda r, body=case.expect: expect.text_problems(r, 200, body),
-            f"200 {case.expect!r}",
-        ))
+        cases.append(
+            (
+                f"at-valid[{case.raw}]",
+                _target("/workday", case.raw),
+                lambda r, body=case.expect: expect.text_problems(r, 200, body),
+                f"200 {case.expect!r}",
+            )
+        )
     for case in ctx.inputs.at_invalid:
-        cases.append((
-            f"at-invalid[{case.raw}]", _target("/workday", case.raw),
-            expect.at_error_problems,
-            f"400 {expect.AT_ERROR!r}",
-        ))
+        cases.append(
+            (
+                f"at-invalid[{case.raw}]",
+                _target("/workday", case.raw),
+                expect.at_error_problems,
+                f"400 {expect.AT_ERROR!r}",
+            )
+        )
     return _run_cases(ctx, cases)
 
 
@@ -257,7 +294,10 @@ def check_workday_now(ctx: Context) -> list:
         accepted = sorted({before.isoformat(), after.isoformat()})
         problems = expect.status_problems(response, 200) + expect.content_type_problems(response)
         if response.status == 200 and response.text not in accepted:
-            problems.append(f"expected body {' or '.join(map(repr, accepted))}, got {expect.show(response.body)}")
+            problems.append(
+                f"expected body {' or '.join(map(repr, accepted))}, "
+                f"got {expect.show(response.body)}"
+            )
         if problems:
             raise Failure("; ".join(problems))
         return f"{response.text} (Shanghai time {shanghai_now():%Y-%m-%d %H:%M:%S})"

@@ -70,7 +70,9 @@ def date_problems(response: Response, before: dt.datetime, after: dt.datetime) -
         return [f"expected one Date header, got {len(values)}"]
     moment = expect.parse_imf_fixdate(values[0])
     if moment is None:
-        return [f"expected an IMF-fixdate such as 'Sun, 06 Nov 1994 08:49:37 GMT', got {values[0]!r}"]
+        return [
+            f"expected an IMF-fixdate such as 'Sun, 06 Nov 1994 08:49:37 GMT', got {values[0]!r}"
+        ]
     if moment < before - DATE_PAST_SLACK or moment > after + DATE_FUTURE_SLACK:
         offset = (moment - before).total_seconds()
         return [
@@ -150,7 +152,10 @@ def check_headers(ctx: Context) -> list:
         "header-no-cookie": f"no Set-Cookie on {count} responses",
         "header-date": f"current IMF-fixdate on {count} responses",
     }
-    return [verdict(i, [summarize(collected[i])] if collected[i] else [], details[i]) for i in HEADER_IDS]
+    return [
+        verdict(i, [summarize(collected[i])] if collected[i] else [], details[i])
+        for i in HEADER_IDS
+    ]
 
 
 def check_no_compression(ctx: Context) -> list:
@@ -191,7 +196,9 @@ def check_date_fresh(ctx: Context) -> list:
         if first is None or second is None:
             raise Failure("expected a Date header on both responses, got none")
         if first == second:
-            raise Failure(f"expected different Date values {DATE_FRESH_GAP:g} s apart, got {first!r} twice")
+            raise Failure(
+                f"expected different Date values {DATE_FRESH_GAP:g} s apart, got {first!r} twice"
+            )
         t1, t2 = expect.parse_imf_fixdate(first), expect.parse_imf_fixdate(second)
         if t1 is not None and t2 is not None and t2 < t1:
             raise Failure(f"expected the later Date to be later, got {first!r} then {second!r}")
@@ -269,16 +276,24 @@ def _head(ctx: Context, target: str) -> str:
         head = conn.request("HEAD", target, ctx.host_header)
         problems = _head_vs_get(head, get)
         if conn.buffer:
-            problems.append(f"expected no body after HEAD, got {len(conn.buffer)} bytes {expect.show(bytes(conn.buffer))}")
+            problems.append(
+                f"expected no body after HEAD, "
+                f"got {len(conn.buffer)} bytes {expect.show(bytes(conn.buffer))}"
+            )
             require(problems)
         try:
             follow = conn.request("GET", FOLLOW_UP[0], ctx.host_header)
         except ConnectionClosed as exc:
             problems.append(f"expected the connection to stay open after HEAD, got: {exc}")
         except NETWORK_ERRORS as exc:
-            problems.append(f"expected a clean response to the next request on the connection (no body after HEAD), got: {describe_error(exc)}")
+            problems.append(
+                "expected a clean response to the next request on the connection "
+                f"(no body after HEAD), got: {describe_error(exc)}"
+            )
         else:
-            problems += [f"next request: {p}" for p in expect.text_problems(follow, 200, FOLLOW_UP[1])]
+            problems += [
+                f"next request: {p}" for p in expect.text_problems(follow, 200, FOLLOW_UP[1])
+            ]
     require(problems)
     return f"{head.status}, Content-Length {head.header('Content-Length')}, no body"
 
@@ -288,10 +303,15 @@ def _head_vs_get(head: Response, get: Response) -> list:
     if head.status != get.status:
         problems.append(f"expected status {get.status} as for GET, got {head.status}")
     if head.header_values("Content-Type") != get.header_values("Content-Type"):
-        problems.append(f"expected Content-Type {get.header('Content-Type')!r} as for GET, got {head.header('Content-Type')!r}")
+        problems.append(
+            f"expected Content-Type {get.header('Content-Type')!r} as for GET, "
+            f"got {head.header('Content-Type')!r}"
+        )
     length = head.header("Content-Length")
     if length != str(len(get.body)):
-        problems.append(f"expected Content-Length {len(get.body)} (GET's body length), got {length!r}")
+        problems.append(
+            f"expected Content-Length {len(get.body)} (GET's body length), got {length!r}"
+        )
     only_head = sorted(head.header_names() - get.header_names())
     only_get = sorted(get.header_names() - head.header_names())
     if only_head or only_get:
@@ -350,17 +370,29 @@ def check_keep_alive(ctx: Context) -> list:
                 try:
                     response = conn.request("GET", target, ctx.host_header)
                 except NETWORK_ERRORS as exc:
-                    raise Failure(f"request {number} of {len(requests)} (GET {target}): {describe_error(exc)}") from None
+                    raise Failure(
+                        f"request {number} of {len(requests)} (GET {target}): {describe_error(exc)}"
+                    ) from None
                 problems = judge(response)
                 if response.will_close:
-                    problems.append("expected a persistent connection, the server announced Connection: close")
+                    problems.append(
+                        "expected a persistent connection, the server announced Connection: close"
+                    )
                 if problems:
-                    raise Failure(f"request {number} of {len(requests)} (GET {target}): {'; '.join(problems)}")
+                    raise Failure(
+                        f"request {number} of {len(requests)} (GET {target}): {'; '.join(problems)}"
+                    )
             closed, extra = conn.drain_until_close(STILL_OPEN_WAIT)
         if extra:
-            raise Failure(f"expected nothing after the last response, got {len(extra)} bytes {expect.show(extra)}")
+            raise Failure(
+                "expected nothing after the last response, "
+                f"got {len(extra)} bytes {expect.show(extra)}"
+            )
         if closed:
-            raise Failure(f"expected the connection to stay open after {len(requests)} requests, the server closed it")
+            raise Failure(
+                f"expected the connection to stay open after {len(requests)} requests, "
+                "the server closed it"
+            )
         return f"{len(requests)} requests on one connection, still open"
 
     return [guarded("keep-alive", run)]
@@ -396,9 +428,13 @@ def check_connection_close(ctx: Context) -> list:
             require(expect.kb_problems(response, 1))
             closed, extra = conn.drain_until_close(ctx.timeout)
         if extra:
-            raise Failure(f"expected nothing after the response, got {len(extra)} bytes {expect.show(extra)}")
+            raise Failure(
+                f"expected nothing after the response, got {len(extra)} bytes {expect.show(extra)}"
+            )
         if not closed:
-            raise Failure(f"expected the server to close the connection, it stayed open for {ctx.timeout:g} s")
+            raise Failure(
+                f"expected the server to close the connection, it stayed open for {ctx.timeout:g} s"
+            )
         return "complete response, then the server closed the connection"
 
     return [guarded("connection-close", run)]
@@ -432,7 +468,9 @@ def check_concurrent(ctx: Context) -> list:
         finally:
             conn.close()
 
-    threads = [threading.Thread(target=one, args=(i,), daemon=True) for i in range(CONCURRENT_REQUESTS)]
+    threads = [
+        threading.Thread(target=one, args=(i,), daemon=True) for i in range(CONCURRENT_REQUESTS)
+    ]
     for thread in threads:
         thread.start()
     deadline = time.monotonic() + 3 * ctx.timeout
@@ -442,5 +480,15 @@ def check_concurrent(ctx: Context) -> list:
             problems[index] = f"#{index}: no answer in time"
     wrong = [p for p in problems if p]
     if wrong:
-        return [failed("concurrent", f"expected {CONCURRENT_REQUESTS}/{CONCURRENT_REQUESTS} right, got {len(wrong)} wrong: {summarize(wrong)}")]
-    return [passed("concurrent", f"{CONCURRENT_REQUESTS}/{CONCURRENT_REQUESTS} concurrent requests correct")]
+        return [
+            failed(
+                "concurrent",
+                f"expected {CONCURRENT_REQUESTS}/{CONCURRENT_REQUESTS} right, "
+                f"got {len(wrong)} wrong: {summarize(wrong)}",
+            )
+        ]
+    return [
+        passed(
+            "concurrent", f"{CONCURRENT_REQUESTS}/{CONCURRENT_REQUESTS} concurrent requests correct"
+        )
+    ]

@@ -62,7 +62,7 @@ def hello_body_problems(body: bytes, display_name: str) -> list:
     prefix = hello_prefix(display_name)
     if not text.startswith(prefix):
         return [f"expected body {prefix + 'YYYY-MM-DD HH:MM:SS.mmm'!r}, got {show(text, 80)}"]
-    stamp = text[len(prefix):]
+    stamp = text[len(prefix) :]
     if not HELLO_TIME.fullmatch(stamp) or parse_hello_time(stamp) is None:
         return [f"expected UTC time as YYYY-MM-DD HH:MM:SS.mmm after the name, got {stamp!r}"]
     return []
@@ -129,8 +129,13 @@ def parse_imf_fixdate(value: str) -> dt.datetime | None:
     weekday, day, month, year, hour, minute, second = match.groups()
     try:
         moment = dt.datetime(
-            int(year), MONTH_NAMES.index(month) + 1, int(day),
-            int(hour), int(minute), int(second), tzinfo=dt.timezone.utc,
+            int(year),
+            MONTH_NAMES.index(month) + 1,
+            int(day),
+            int(hour),
+            int(minute),
+            int(second),
+            tzinfo=dt.timezone.utc,
         )
     except ValueError:
         return None

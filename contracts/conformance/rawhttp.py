@@ -197,9 +197,7 @@ class Connection:
             response = parse_head(head)
             response.body, response.chunked = self._read_body(response, head_request, deadline)
         except socket.timeout:
-            raise ResponseTimeout(
-                f"no complete response within {self.timeout:g} s"
-            ) from None
+            raise ResponseTimeout(f"no complete response within {self.timeout:g} s") from None
         return response
 
     def _read_body(self, response: Response, head_request: bool, deadline: float) -> tuple:
@@ -315,7 +313,7 @@ def parse_head(head: bytes) -> Response:
         stray = lines[0].find("HTTP/1.")
         if stray > 0:
             raise ProtocolError(
-                f"{stray} stray bytes {lines[0][:min(stray, 40)]!r} before the status line "
+                f"{stray} stray bytes {lines[0][: min(stray, 40)]!r} before the status line "
                 "(the previous response sent more body bytes than its Content-Length?)"
             )
         raise ProtocolError(f"expected an HTTP/1.x status line, got {lines[0][:80]!r}")

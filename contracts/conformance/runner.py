@@ -84,7 +84,9 @@ def probe(ctx: Context) -> None:
     except ProtocolError:
         pass  # something answers; the checks will say what is wrong with it
     except ConnectionRefusedError:
-        raise ServerUnreachable(f"cannot connect to {ctx.base_url}: connection refused (is the server running?)") from None
+        raise ServerUnreachable(
+            f"cannot connect to {ctx.base_url}: connection refused (is the server running?)"
+        ) from None
     except OSError as exc:
         raise ServerUnreachable(f"cannot connect to {ctx.base_url}: {exc}") from None
 
@@ -114,8 +116,7 @@ def run_group(group: Group, ctx: Context) -> list:
     except Exception as exc:  # a checker bug must not hide the other results
         outcomes = [Outcome(group.name, False, f"checker error: {type(exc).__name__}: {exc}")]
     return [
-        {"id": o.id, "category": group.category, "ok": o.ok, "detail": o.detail}
-        for o in outcomes
+        {"id": o.id, "category": group.category, "ok": o.ok, "detail": o.detail} for o in outcomes
     ]
 
 

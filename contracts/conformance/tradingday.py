@@ -17,7 +17,9 @@ from pathlib import Path
 CLOSE = dt.time(15, 0, 0)
 SHANGHAI = dt.timezone(dt.timedelta(hours=8), "Asia/Shanghai")
 DATE_LINE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
-RANGE_LINE = re.compile(r"#\s*range:\s*([0-9]{4}-[0-9]{2}-[0-9]{2})\s+([0-9]{4}-[0-9]{2}-[0-9]{2})\s*")
+RANGE_LINE = re.compile(
+    r"#\s*range:\s*([0-9]{4}-[0-9]{2}-[0-9]{2})\s+([0-9]{4}-[0-9]{2}-[0-9]{2})\s*"
+)
 
 
 class CalendarError(ValueError):

@@ -19,21 +19,46 @@ DISPLAY_NAME = "Reference Server"
 def expected_ids() -> list:
     """Every check id a correct server produces, derived from the vector files."""
     inputs = load_inputs(DEFAULT_VECTORS / "inputs.json")
-    ids = ["hello-status", "hello-content-type", "hello-body", "hello-clock",
-           "hello-millis", "hello-not-cached"]
+    ids = [
+        "hello-status",
+        "hello-content-type",
+        "hello-body",
+        "hello-clock",
+        "hello-millis",
+        "hello-not-cached",
+    ]
     ids += [f"n-valid[{c.raw}]" for c in inputs.n_valid]
     ids += [f"n-hello[{c.raw}]" for c in inputs.n_hello]
     ids += [f"n-invalid[{c.raw}]" for c in inputs.n_invalid]
     ids += ["n-random", "workday-vectors"]
     ids += [f"at-valid[{c.raw}]" for c in inputs.at_valid]
     ids += [f"at-invalid[{c.raw}]" for c in inputs.at_invalid]
-    ids += ["workday-now", "header-content-type", "header-content-length",
-            "header-no-chunked", "header-no-cookie", "header-date", "header-no-compression"]
+    ids += [
+        "workday-now",
+        "header-content-type",
+        "header-content-length",
+        "header-no-chunked",
+        "header-no-cookie",
+        "header-date",
+        "header-no-compression",
+    ]
     ids += ["not-found[/nope]", "not-found[/workday/]", "not-found[/index.html]"]
-    ids += [f"method-not-allowed[{m}:{p}]" for p in ("/", "/workday")
-            for m in ("POST", "PUT", "DELETE", "PATCH")]
-    ids += ["head[/]", "head[/?n=10]", "head[/workday]", "keep-alive", "http10",
-            "http10-no-host", "connection-close", "concurrent", "header-date-fresh"]
+    ids += [
+        f"method-not-allowed[{m}:{p}]"
+        for p in ("/", "/workday")
+        for m in ("POST", "PUT", "DELETE", "PATCH")
+    ]
+    ids += [
+        "head[/]",
+        "head[/?n=10]",
+        "head[/workday]",
+        "keep-alive",
+        "http10",
+        "http10-no-host",
+        "connection-close",
+        "concurrent",
+        "header-date-fresh",
+    ]
     return ids
 
 

@@ -82,7 +82,9 @@ def load_calendar(path: Path) -> set:
 class Contract:
     """The contract's logic, with the switched-on breaks applied."""
 
-    def __init__(self, display_name: str, breaks: set, calendar: Path, variations: set = frozenset()) -> None:
+    def __init__(
+        self, display_name: str, breaks: set, calendar: Path, variations: set = frozenset()
+    ) -> None:
         unknown = (set(breaks) - set(BREAKS)) | (set(variations) - set(VARIATIONS))
         if unknown:
             raise ValueError(f"unknown break switches or variations: {sorted(unknown)}")
@@ -293,10 +295,13 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         if send_body:
             if chunked:
-                body = b"".join(
-                    b"%x\r\n%s\r\n" % (len(part), part)
-                    for part in (body[i:i + 4096] for i in range(0, len(body), 4096))
-                ) + b"0\r\n\r\n"
+                body = (
+                    b"".join(
+                        b"%x\r\n%s\r\n" % (len(part), part)
+                        for part in (body[i : i + 4096] for i in range(0, len(body), 4096))
+                    )
+                    + b"0\r\n\r\n"
+                )
             self.wfile.write(body)
 
 
@@ -320,7 +325,9 @@ class ReferenceServer:
         self.contract = Contract(display_name, set(breaks), calendar, set(variations))
         self.httpd = _HTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.contract = self.contract
-        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self.thread = threading.Thread(
+            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
 
     @property
     def url(self) -> str:

@@ -30,14 +30,16 @@ HEADS = {"head[/]", "head[/?n=10]", "head[/workday]"}
 
 
 def parse_at(text: str) -> dt.datetime:
-    return dt.datetime.strptime(text, "%Y-%m-%dT%H:%M:%S" if text.count(":") == 2 else "%Y-%m-%dT%H:%M")
+    return dt.datetime.strptime(
+        text, "%Y-%m-%dT%H:%M:%S" if text.count(":") == 2 else "%Y-%m-%dT%H:%M"
+    )
 
 
 def workday_failures(wrong_answer) -> set:
     """Ids of workday and at vectors that a server answering `wrong_answer(at)` fails."""
     ids = {f"workday-vector[{c.at}]" for c in WORKDAY if wrong_answer(parse_at(c.at)) != c.expect}
     for case in INPUTS.at_valid:
-        at = case.raw.split("&")[0][len("at="):].replace("%3A", ":")
+        at = case.raw.split("&")[0][len("at=") :].replace("%3A", ":")
         if wrong_answer(parse_at(at)) != case.expect:
             ids.add(f"at-valid[{case.raw}]")
     return ids | ({"workday-vectors"} if ids else set())
@@ -60,13 +62,21 @@ LENIENT = {"n=0100", "n=+1", "n=%2B1", "n=%201", "n=1%20", "n=1_0", "n=%D9%A5", 
 
 # (break switch, groups to run or None for WITHOUT_WAIT, failing check ids)
 CASES = [
-    ("wrong-name", None, {"hello-body", "header-no-compression", "keep-alive",
-                          "http10-no-host", "concurrent"} | HELLO_VECTORS),
+    (
+        "wrong-name",
+        None,
+        {"hello-body", "header-no-compression", "keep-alive", "http10-no-host", "concurrent"}
+        | HELLO_VECTORS,
+    ),
     ("short-millis", ["hello"], {"hello-body", "hello-clock", "hello-millis", "hello-not-cached"}),
     ("slow-clock", None, {"hello-clock"}),
     ("cached-hello", None, {"hello-not-cached"}),
     # Every vector also judges Content-Type, so run the two checks that own it.
-    ("wrong-content-type", ["hello-get", "header-rules"], {"hello-content-type", "header-content-type"}),
+    (
+        "wrong-content-type",
+        ["hello-get", "header-rules"],
+        {"hello-content-type", "header-content-type"},
+    ),
     ("chunked", None, {"header-content-length", "header-no-chunked", "http10"} | HEADS),
     # An extra body byte garbles the next response on a keep-alive connection.
     ("wrong-length", ["header-rules"], {"header-content-length"}),
@@ -83,8 +93,15 @@ CASES = [
     ("weekends-only", ["workday-vectors", "at-vectors"], workday_failures(weekends_only)),
     ("frozen-workday", None, {"workday-now"}),
     ("trailing-slash", None, {"not-found[/workday/]"}),
-    ("no-allow", None, {f"method-not-allowed[{m}:{p}]" for p in ("/", "/workday")
-                        for m in ("POST", "PUT", "DELETE", "PATCH")}),
+    (
+        "no-allow",
+        None,
+        {
+            f"method-not-allowed[{m}:{p}]"
+            for p in ("/", "/workday")
+            for m in ("POST", "PUT", "DELETE", "PATCH")
+        },
+    ),
     ("head-body", None, HEADS),
     ("ignore-close", ["connection-close"], {"connection-close"}),
     ("keepalive-off", None, {"keep-alive"} | HEADS),
@@ -109,10 +126,14 @@ def test_vector_derived_expectations_are_not_empty():
 @pytest.mark.parametrize("name, only, expected", CASES, ids=[c[0] for c in CASES])
 def test_break_fails_exactly_its_checks(name, only, expected):
     with ReferenceServer(DISPLAY_NAME, breaks={name}) as server:
-        report = run_checks(server.url, DISPLAY_NAME, seed=1, timeout=1.0, only=only or WITHOUT_WAIT)
+        report = run_checks(
+            server.url, DISPLAY_NAME, seed=1, timeout=1.0, only=only or WITHOUT_WAIT
+        )
     failing = {c["id"] for c in report["checks"] if not c["ok"]}
     assert failing == expected, {
-        "unexpected failures": {c["id"]: c["detail"] for c in report["checks"] if c["id"] in failing - expected},
+        "unexpected failures": {
+            c["id"]: c["detail"] for c in report["checks"] if c["id"] in failing - expected
+        },
         "missed": sorted(expected - failing),
     }
     assert report["failed"] == len(expected)
@@ -137,7 +158,10 @@ def test_failures_name_the_case_and_the_difference():
     assert details["workday-vector[2019-04-30T15:00:00]"].startswith(
         "expected body '2019-04-30', got '2019-05-06'"
     )
-    assert "close of the last day before May Day 2019" in details["workday-vector[2019-04-30T15:00:00]"]
+    assert (
+        "close of the last day before May Day 2019"
+        in details["workday-vector[2019-04-30T15:00:00]"]
+    )
     assert details["n-invalid[n=%D9%A5]"].startswith("expected status 400, got 200")
     assert details["workday-vectors"].startswith("expected 450/450 right, got ")
 
@@ -145,15 +169,31 @@ def test_failures_name_the_case_and_the_difference():
 def test_cli_exits_1_and_prints_fail_lines():
     with ReferenceServer(DISPLAY_NAME, breaks={"gzip"}) as server:
         result = subprocess.run(
-            [sys.executable, "-m", "contracts.conformance", "--base-url", server.url,
-             "--display-name", DISPLAY_NAME, "--only", "hello-get,no-compression"],
-            cwd=REPO_ROOT, capture_output=True, text=True, timeout=60,
+            [
+                sys.executable,
+                "-m",
+                "contracts.conformance",
+                "--base-url",
+                server.url,
+                "--display-name",
+                DISPLAY_NAME,
+                "--only",
+                "hello-get,no-compression",
+            ],
+            cwd=REPO_ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
         )
     assert result.returncode == 1, result.stderr
     lines = result.stdout.splitlines()
     assert "PASS hello-status  200" in lines
-    assert any(line.startswith("FAIL header-no-compression  /?n=100: expected no Content-Encoding, got 'gzip'")
-               for line in lines)
+    assert any(
+        line.startswith(
+            "FAIL header-no-compression  /?n=100: expected no Content-Encoding, got 'gzip'"
+        )
+        for line in lines
+    )
     assert lines[-1] == "4 passed, 1 failed"
 
 

@@ -29,7 +29,10 @@ SUMMARY_LINE = re.compile(r"(\d+) passed, (\d+) failed")
 def run_cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "contracts.conformance", *args],
-        cwd=REPO_ROOT, capture_output=True, text=True, timeout=timeout,
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )
 
 
@@ -55,12 +58,21 @@ def test_cli_passes_correct_server_with_one_line_per_check(reference):
 
 
 def test_cli_json_report_has_the_documented_schema(reference):
-    result = run_cli("--base-url", reference.url + "/", "--display-name", DISPLAY_NAME,
-                     "--json", "--seed", "7")
+    result = run_cli(
+        "--base-url", reference.url + "/", "--display-name", DISPLAY_NAME, "--json", "--seed", "7"
+    )
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
-    assert list(report) == ["display_name", "base_url", "passed", "failed", "seed",
-                            "duration_s", "checks", "observed"]
+    assert list(report) == [
+        "display_name",
+        "base_url",
+        "passed",
+        "failed",
+        "seed",
+        "duration_s",
+        "checks",
+        "observed",
+    ]
     assert report["display_name"] == DISPLAY_NAME
     assert report["base_url"] == reference.url
     assert report["seed"] == 7
@@ -68,14 +80,24 @@ def test_cli_json_report_has_the_documented_schema(reference):
     assert 2.0 < report["duration_s"] < 30
     for check in report["checks"]:
         assert set(check) == {"id", "category", "ok", "detail"}
-        assert check["category"] in {"hello", "n", "workday", "headers", "routing", "head", "connection"}
+        assert check["category"] in {
+            "hello",
+            "n",
+            "workday",
+            "headers",
+            "routing",
+            "head",
+            "connection",
+        }
         assert check["ok"] is True and isinstance(check["detail"], str) and check["detail"]
     assert [c["id"] for c in report["checks"]] == expected_ids()
     observed = report["observed"]
     assert observed["server_header"] == "reference"
     assert set(observed["response_header_bytes"]) == {"hello", "workday", "kb1"}
     # Status line, Server, Date, Content-Type and Content-Length: well over 100 bytes.
-    assert all(isinstance(v, int) and 100 < v < 300 for v in observed["response_header_bytes"].values())
+    assert all(
+        isinstance(v, int) and 100 < v < 300 for v in observed["response_header_bytes"].values()
+    )
     assert parse_imf_fixdate(observed["date_header_example"]) is not None
     values = random.Random(7).sample(range(1, 101), 20)
     n_random = next(c for c in report["checks"] if c["id"] == "n-random")
@@ -125,7 +147,7 @@ def test_server_that_never_answers_exits_2():
     thread = threading.Thread(target=accept, daemon=True)
     thread.start()
     try:
-        url = "http://127.0.0.1:%d" % listener.getsockname()[1]
+        url = f"http://127.0.0.1:{listener.getsockname()[1]}"
         result = run_cli("--base-url", url, "--display-name", "X", "--timeout", "0.5")
     finally:
         stop.set()
@@ -143,9 +165,32 @@ def test_server_that_never_answers_exits_2():
         (["--base-url", "https://127.0.0.1:1", "--display-name", "X"], "must look like http://"),
         (["--base-url", "http://127.0.0.1:1/api", "--display-name", "X"], "no path"),
         (["--base-url", "http://127.0.0.1:1", "--display-name", ""], "must not be empty"),
-        (["--base-url", "http://127.0.0.1:1", "--display-name", "X", "--only", "bogus"], "unknown check group"),
-        (["--base-url", "http://127.0.0.1:1", "--display-name", "X", "--vectors", "/nonexistent"], "cannot read vector file"),
-        (["--base-url", "http://127.0.0.1:1", "--display-name", "X", "--calendar", "/nonexistent"], "cannot read calendar file"),
+        (
+            ["--base-url", "http://127.0.0.1:1", "--display-name", "X", "--only", "bogus"],
+            "unknown check group",
+        ),
+        (
+            [
+                "--base-url",
+                "http://127.0.0.1:1",
+                "--display-name",
+                "X",
+                "--vectors",
+                "/nonexistent",
+            ],
+            "cannot read vector file",
+        ),
+        (
+            [
+                "--base-url",
+                "http://127.0.0.1:1",
+                "--display-name",
+                "X",
+                "--calendar",
+                "/nonexistent",
+            ],
+            "cannot read calendar file",
+        ),
         (["--display-name", "X"], "--base-url"),
     ],
 )

@@ -18,7 +18,12 @@ from contracts.conformance.rawhttp import (
     ResponseTimeout,
     build_request,
 )
-from contracts.conformance.runner import DEFAULT_CALENDAR, DEFAULT_VECTORS, parse_base_url, UsageError
+from contracts.conformance.runner import (
+    DEFAULT_CALENDAR,
+    DEFAULT_VECTORS,
+    UsageError,
+    parse_base_url,
+)
 from contracts.conformance.tradingday import CalendarError, TradingCalendar
 from contracts.conformance.vectors import VectorError, load_workday
 
@@ -87,8 +92,10 @@ def test_reads_content_length_body_and_counts_head_bytes(scripted):
 
 
 def test_decodes_chunked_bodies_with_extensions_and_trailers(scripted):
-    raw = (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
-           b"3;ext=1\r\nabc\r\n2\r\nde\r\n0\r\nTrailer: x\r\n\r\n")
+    raw = (
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+        b"3;ext=1\r\nabc\r\n2\r\nde\r\n0\r\nTrailer: x\r\n\r\n"
+    )
     response = scripted(raw).exchange()
     assert response.body == b"abcde" and response.chunked
 
@@ -99,14 +106,19 @@ def test_body_until_close_when_no_length(scripted):
 
 
 def test_head_request_reads_no_body(scripted):
-    response = scripted(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n", close_after=False).exchange(method="HEAD")
+    response = scripted(
+        b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n", close_after=False
+    ).exchange(method="HEAD")
     assert response.body == b"" and response.header("content-length") == "10"
 
 
 @pytest.mark.parametrize(
     "raw, message",
     [
-        (b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab", "conflicting Content-Length"),
+        (
+            b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab",
+            "conflicting Content-Length",
+        ),
         (b"HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n", "invalid Content-Length"),
         (b"HTTP/1.1 200 OK\r\nX: a\r\n folded\r\n\r\n", "obsolete header line folding"),
         (b"HTTP/1.1 200 OK\r\nBad Header: a\r\n\r\n", "malformed header line"),
@@ -124,7 +136,9 @@ def test_short_body_and_silence_are_reported(scripted):
     with pytest.raises(ConnectionClosed, match="after 2 of 5 body bytes"):
         scripted(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nab").exchange()
     with pytest.raises(ResponseTimeout, match="no complete response within 0.2 s"):
-        scripted(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nab", close_after=False).exchange(timeout=0.2)
+        scripted(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nab", close_after=False).exchange(
+            timeout=0.2
+        )
 
 
 def test_client_reconnects_after_a_close(scripted):
@@ -143,7 +157,9 @@ def test_read_until_close_sees_every_byte_sent(scripted):
 
 
 def test_build_request_without_host():
-    assert build_request("GET", "/", None, version="HTTP/1.0").startswith(b"GET / HTTP/1.0\r\nUser-Agent:")
+    assert build_request("GET", "/", None, version="HTTP/1.0").startswith(
+        b"GET / HTTP/1.0\r\nUser-Agent:"
+    )
     assert b"\r\nHost: a:1\r\n" in build_request("HEAD", "/x", "a:1")
 
 
@@ -151,23 +167,29 @@ def test_imf_fixdate_is_strict():
     moment = dt.datetime(1994, 11, 6, 8, 49, 37, tzinfo=dt.timezone.utc)
     assert expect.parse_imf_fixdate("Sun, 06 Nov 1994 08:49:37 GMT") == moment
     assert expect.format_imf_fixdate(moment) == "Sun, 06 Nov 1994 08:49:37 GMT"
-    for bad in ("Mon, 06 Nov 1994 08:49:37 GMT",  # wrong weekday
-                "Sunday, 06-Nov-94 08:49:37 GMT",  # RFC 850
-                "Sun Nov  6 08:49:37 1994",  # asctime
-                "Sun, 6 Nov 1994 08:49:37 GMT",
-                "Sun, 06 Nov 1994 08:49:37 +0000",
-                "Sun, 31 Nov 1994 08:49:37 GMT"):
+    for bad in (
+        "Mon, 06 Nov 1994 08:49:37 GMT",  # wrong weekday
+        "Sunday, 06-Nov-94 08:49:37 GMT",  # RFC 850
+        "Sun Nov  6 08:49:37 1994",  # asctime
+        "Sun, 6 Nov 1994 08:49:37 GMT",
+        "Sun, 06 Nov 1994 08:49:37 +0000",
+        "Sun, 31 Nov 1994 08:49:37 GMT",
+    ):
         assert expect.parse_imf_fixdate(bad) is None, bad
 
 
 def test_hello_body_judge():
     good = b"Hello World, from A B! 2026-01-02 03:04:05.060"
     assert expect.hello_body_problems(good, "A B") == []
-    assert expect.parse_hello_time(good.decode()) == dt.datetime(2026, 1, 2, 3, 4, 5, 60000, tzinfo=dt.timezone.utc)
+    assert expect.parse_hello_time(good.decode()) == dt.datetime(
+        2026, 1, 2, 3, 4, 5, 60000, tzinfo=dt.timezone.utc
+    )
     assert expect.hello_body_problems(good, "A") != []
     assert expect.hello_body_problems(good + b"\n", "A B") != []
     assert expect.hello_body_problems(b"Hello World, from A B! 2026-01-02 03:04:05.06", "A B") != []
-    assert expect.hello_body_problems(b"Hello World, from A B! 2026-02-30 03:04:05.060", "A B") != []
+    assert (
+        expect.hello_body_problems(b"Hello World, from A B! 2026-02-30 03:04:05.060", "A B") != []
+    )
 
 
 def test_checker_calendar_reproduces_every_workday_vector():
@@ -187,7 +209,9 @@ def test_calendar_range_semantics():
     assert not calendar.is_trading_day(dt.date(2019, 10, 5))  # Saturday
     assert calendar.workday(dt.datetime(2019, 9, 30, 15, 0, 0)) == dt.date(2019, 9, 30)
     assert calendar.workday(dt.datetime(2019, 9, 30, 15, 0, 1)) == dt.date(2019, 10, 2)
-    assert calendar.workday(dt.datetime(2019, 12, 31, 23, 0)) == dt.date(2020, 1, 1)  # outside: weekday
+    assert calendar.workday(dt.datetime(2019, 12, 31, 23, 0)) == dt.date(
+        2020, 1, 1
+    )  # outside: weekday
 
 
 @pytest.mark.parametrize(
@@ -216,7 +240,11 @@ def test_group_selection():
     assert not set(GROUP_NAMES) & set(CATEGORIES)
     assert [g.name for g in select(["workday"])] == ["workday-vectors", "at-vectors", "workday-now"]
     assert [g.name for g in select(["head-requests", "hello"])] == [
-        "hello-get", "hello-millis", "hello-not-cached", "head-requests"]
+        "hello-get",
+        "hello-millis",
+        "hello-not-cached",
+        "head-requests",
+    ]
     with pytest.raises(ValueError, match="unknown"):
         select(["nope"])
 

@@ -38,12 +38,19 @@ def test_calendar_header_names_source_and_range():
     lines = CALENDAR.read_text(encoding="utf-8").splitlines()
     header = [line for line in lines if line.startswith("#")]
     assert lines[: len(header)] == header, "comment lines come first"
-    assert any(re.fullmatch(r"# source: exchange-calendars \d+\.\d+\.\d+ \(calendar XSHG\)", h) for h in header)
+    assert any(
+        re.fullmatch(r"# source: exchange-calendars \d+\.\d+\.\d+ \(calendar XSHG\)", h)
+        for h in header
+    )
     assert "# range: 2007-01-01 2026-12-31" in header
 
 
 def test_calendar_dates_are_ascending_weekdays_inside_the_range():
-    lines = [line for line in CALENDAR.read_text(encoding="utf-8").splitlines() if not line.startswith("#")]
+    lines = [
+        line
+        for line in CALENDAR.read_text(encoding="utf-8").splitlines()
+        if not line.startswith("#")
+    ]
     days = [dt.date.fromisoformat(line) for line in lines]
     assert all(re.fullmatch(r"\d{4}-\d{2}-\d{2}", line) for line in lines)
     assert days == sorted(set(days)), "strictly ascending, no duplicates"
@@ -111,7 +118,7 @@ def raws(group: str, kind: str) -> list:
 
 def test_input_vectors_are_wire_ready():
     for group in ("n", "at"):
-        for kind, cases in INPUTS[group].items():
+        for cases in INPUTS[group].values():
             for case in cases:
                 assert case["raw"].isascii() and not re.search(r"[\s#]", case["raw"]), case
     assert all(1 <= c["kb"] <= 100 for c in INPUTS["n"]["valid"])
@@ -120,13 +127,32 @@ def test_input_vectors_are_wire_ready():
 
 def test_input_vectors_cover_every_bad_input_the_contract_names():
     bad_n = raws("n", "invalid")
-    for raw in ("n=-1", "n=+1", "n=%201", "n=1_0", "n=%D9%A5", "n=1.0", "n=0", "n=101",
-                "n=1000", "n=1&n=2", "n=&n="):
+    for raw in (
+        "n=-1",
+        "n=+1",
+        "n=%201",
+        "n=1_0",
+        "n=%D9%A5",
+        "n=1.0",
+        "n=0",
+        "n=101",
+        "n=1000",
+        "n=1&n=2",
+        "n=&n=",
+    ):
         assert raw in bad_n, raw
     bad_at = raws("at", "invalid")
-    for raw in ("at=", "at=2019-02-30T10:00", "at=2019-05-05T24:00", "at=2019-05-05T10:00:60",
-                "at=1969-12-31T23:59:59", "at=2200-01-01T00:00", "at=2019-05-05T10:00:00.000",
-                "at=2019-05-05T10:00Z", "at=2019-05-05T10:00&at=2019-05-06T10:00"):
+    for raw in (
+        "at=",
+        "at=2019-02-30T10:00",
+        "at=2019-05-05T24:00",
+        "at=2019-05-05T10:00:60",
+        "at=1969-12-31T23:59:59",
+        "at=2200-01-01T00:00",
+        "at=2019-05-05T10:00:00.000",
+        "at=2019-05-05T10:00Z",
+        "at=2019-05-05T10:00&at=2019-05-06T10:00",
+    ):
         assert raw in bad_at, raw
     assert {"", "n=", "n"} <= set(raws("n", "hello"))
     assert "at=2019-05-05T10:00" in raws("n", "hello")  # at is ignored on /
@@ -170,9 +196,17 @@ def test_openapi_is_valid_openapi_3_1():
             assert "Allow" in responses[ref.rsplit("/", 1)[1]]["headers"]
         for method in ("get", "head"):
             assert {"200", "400"} <= set(path[method]["responses"])
-    assert responses["BadN"]["content"]["text/plain; charset=utf-8"]["schema"]["const"] == expect.N_ERROR
-    assert responses["BadAt"]["content"]["text/plain; charset=utf-8"]["schema"]["const"] == expect.AT_ERROR
+    assert (
+        responses["BadN"]["content"]["text/plain; charset=utf-8"]["schema"]["const"]
+        == expect.N_ERROR
+    )
+    assert (
+        responses["BadAt"]["content"]["text/plain; charset=utf-8"]["schema"]["const"]
+        == expect.AT_ERROR
+    )
     n_pattern = re.compile(document["components"]["parameters"]["n"]["schema"]["pattern"])
-    assert all(n_pattern.search(c["raw"][2:]) for c in INPUTS["n"]["valid"] if c["raw"][2:].isdigit())
+    assert all(
+        n_pattern.search(c["raw"][2:]) for c in INPUTS["n"]["valid"] if c["raw"][2:].isdigit()
+    )
     at_pattern = re.compile(document["components"]["parameters"]["at"]["schema"]["pattern"])
     assert all(at_pattern.search(c["at"]) for c in WORKDAY["cases"])
