@@ -275,7 +275,12 @@ class HttpProtocol(asyncio.Protocol):
     @classmethod
     def close_idle(cls, now: float) -> None:
         for conn in [c for c in cls.connections if now - c.last_active > IDLE_TIMEOUT_S]:
-            conn.close()
+            if conn.closing:
+                # Already closing but its client has not read for a whole
+                # timeout: drop the unsent data instead of holding it forever.
+                conn.transport.abort()
+            else:
+                conn.close()
 
     def shutdown(self) -> None:
         """Graceful stop: close now unless responses are still queued."""
