@@ -1,0 +1,176 @@
+"""The generated docker-compose.yml, the Dockerfiles' base images and the
+stand-in recipes. No Docker daemon needed (the Compose v2 CLI is used for
+`config` when it is installed)."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from loadtest import compose
+from loadtest.docker import compose_args, compose_problem, limits_env
+from loadtest.manifest import REPO_ROOT, load_all
+from loadtest.runner import Limits
+
+STANDINS = REPO_ROOT / "docker" / "standins" / "standins.py"
+# An official image pinned to an exact tag: name:1.2.3..., name:bookworm-YYYYMMDD-slim.
+EXACT_TAG = re.compile(r"^[a-z0-9./-]+:(\d+(\.\d+)+[^:]*|[a-z]+-\d{8}[^:]*)$")
+
+
+def standins_module():
+    spec = importlib.util.spec_from_file_location("serverlab_standins", STANDINS)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_compose_file_is_current():
+    committed = compose.COMPOSE_FILE.read_text(encoding="utf-8")
+    assert committed == compose.render(), "docker-compose.yml is stale: run `python -m loadtest.compose`"
+
+
+def test_every_stack_has_a_service_on_its_port():
+    services = compose.model()["services"]
+    for manifest in load_all():
+        service = services[manifest.name]
+        assert service["environment"]["PORT"] == str(manifest.port)
+        assert service["image"] == f"serverlab/{manifest.name}"
+        assert service["build"]["dockerfile"] == f"servers/{manifest.name}/Dockerfile"
+    assert "loadgen" in services
+
+
+def test_plain_up_starts_nothing():
+    for name, service in compose.model()["services"].items():
+        assert service.get("profiles"), f"{name} has no profile: plain `docker compose up` would start it"
+
+
+def test_hardening_and_host_network_apply_to_every_service():
+    model = compose.model()
+    hardening = model["x-hardening"]
+    assert hardening["network_mode"] == "host"
+    assert hardening["read_only"] is True
+    assert hardening["cap_drop"] == ["ALL"]
+    assert "no-new-privileges:true" in hardening["security_opt"]
+    assert hardening["init"] is True
+    assert hardening["ulimits"]["nofile"]["soft"] >= 10_000
+    assert hardening["ulimits"]["nofile"]["hard"] >= 10_000
+    for name, service in model["services"].items():
+        assert service["<<"] == "*hardening", name
+        assert service["build"]["network"] == "host", name
+    text = compose.COMPOSE_FILE.read_text()
+    assert text.count("<<: *hardening") == len(model["services"])
+
+
+def test_limits_come_from_the_shared_knobs():
+    services = compose.model()["services"]
+    for manifest in load_all():
+        service = services[manifest.name]
+        assert service["cpuset"] == "${SERVER_CPUS:-}"
+        assert service["cpus"] == "${SERVER_CPU_QUOTA:-0}"
+        assert service["mem_limit"] == "${SERVER_MEMORY:-0}"
+        assert service["memswap_limit"] == "${SERVER_MEMORY:-0}"
+    assert services["loadgen"]["cpuset"] == "${CLIENT_CPUS:-}"
+
+
+def test_limits_env_maps_the_runner_limits():
+    env = limits_env(Limits(cpus=(0, 1), cpu_quota=0.5, memory=256 * 1024**2), client_cpus=(2, 3))
+    assert env["SERVER_CPUS"] == "0,1"
+    assert env["SERVER_CPU_QUOTA"] == "0.5"
+    assert env["SERVER_MEMORY"] == str(256 * 1024**2)
+    assert env["WORKERS"] == "2"
+    assert env["CLIENT_CPUS"] == "2,3"
+    bare = limits_env(Limits())
+    for key in ("SERVER_CPUS", "SERVER_CPU_QUOTA", "SERVER_MEMORY", "WORKERS", "CLIENT_CPUS"):
+        assert key not in bare
+
+
+def test_base_images_are_build_args_with_exact_official_tags():
+    for dockerfile in [compose.dockerfile_path(m) for m in load_all()] + [compose.LOADGEN_DOCKERFILE]:
+        args = compose.base_image_args(dockerfile)
+        froms = [ln for ln in dockerfile.read_text().splitlines() if compose.FROM_LINE.match(ln)]
+        for line in froms:
+            image = line.split()[1]
+            assert image.startswith("${") or image == "scratch" or not re.match(r"^[a-z]", image) or (
+                image in {ln.split()[-1] for ln in froms if " AS " in ln.upper()}
+            ), f"{dockerfile}: FROM {image} is not a base-image ARG"
+        for name, ref in args.items():
+            assert EXACT_TAG.match(ref), f"{dockerfile}: {name}={ref} is not an exact tag"
+            assert not ref.endswith(":latest")
+        text = dockerfile.read_text()
+        assert not re.search(r"^#\s*syntax=", text, re.MULTILINE), (
+            f"{dockerfile}: a `# syntax=` line makes BuildKit pull a frontend image (no registry here)"
+        )
+
+
+def test_base_image_args_reads_global_args_used_by_from(tmp_path):
+    dockerfile = tmp_path / "Dockerfile"
+    dockerfile.write_text(
+        "# comment\nARG BUILD_IMAGE=golang:1.26.8-bookworm\nARG UNUSED=x:1\n"
+        "ARG RUNTIME=debian:bookworm-20250610-slim\n"
+        "FROM ${BUILD_IMAGE} AS build\nARG LATER=ignored:1\nFROM $RUNTIME\n"
+    )
+    assert compose.base_image_args(dockerfile) == {
+        "BUILD_IMAGE": "golang:1.26.8-bookworm",
+        "RUNTIME": "debian:bookworm-20250610-slim",
+    }
+    assert compose.env_name("spring-webflux", "BUILD_IMAGE") == "SPRING_WEBFLUX_BUILD_IMAGE"
+
+
+def test_standin_recipes_map_official_images():
+    standins = standins_module()
+    assert standins.recipe_for("scratch") is None
+    go = standins.recipe_for("golang:1.26.8-bookworm")
+    assert go.standin == "serverlab/standin-golang:1.26.8-bookworm"
+    assert go.build_args == {"GO_VERSION": "1.26.8"}
+    assert standins.recipe_for("debian:bookworm-20250610-slim").standin == standins.BASE
+    assert standins.recipe_for("debian:trixie-slim").standin == "serverlab/standin-debian:trixie"
+    jre = standins.recipe_for("eclipse-temurin:17.0.15_6-jre-jammy")
+    assert jre.dockerfile == "temurin-jre.Dockerfile"
+    assert standins.recipe_for("maven:3.9.9-eclipse-temurin-17").build_args == {"JDK_MAJOR": "17"}
+    jdk21 = standins.recipe_for("maven:3.9.16-eclipse-temurin-21")
+    assert (jdk21.suite, jdk21.build_args) == ("trixie", {"JDK_MAJOR": "21"})
+    with pytest.raises(standins.StandinError, match="Java 11"):
+        standins.recipe_for("eclipse-temurin:11.0.25_9-jre")
+    with pytest.raises(standins.StandinError, match="syntax"):
+        standins.recipe_for("docker/dockerfile:1")
+    with pytest.raises(standins.StandinError, match="no stand-in recipe"):
+        standins.recipe_for("node:22.1.0")
+
+
+def test_standin_digest_changes_with_the_recipe():
+    standins = standins_module()
+    a = standins.recipe_for("golang:1.26.8-bookworm")
+    b = standins.recipe_for("golang:1.26.7-bookworm")
+    assert a.digest() != b.digest()
+    assert a.digest() == standins.recipe_for("golang:1.26.8-bookworm").digest()
+
+
+@pytest.mark.skipif(shutil.which("docker") is None, reason="docker CLI not installed")
+def test_compose_config_validates_with_compose_v2():
+    problem = compose_problem()
+    if problem:
+        pytest.skip(problem)
+    result = subprocess.run(
+        ["docker", *compose_args("--profile", "*", "config", "--quiet")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    # Knobs reach the container settings as Compose resolves them.
+    env = {**limits_env(Limits(cpus=(1,), cpu_quota=0.5, memory=256 * 1024**2)), "PATH": "/usr/bin:/bin"}
+    name = load_all()[0].name
+    result = subprocess.run(
+        ["docker", *compose_args("config", name)], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    assert "cpus: 0.5" in result.stdout
+    assert 'cpuset: "1"' in result.stdout
+    assert 'mem_limit: "268435456"' in result.stdout
+    assert 'WORKERS: "1"' in result.stdout
