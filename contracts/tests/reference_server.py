@@ -236,7 +236,13 @@ class Handler(BaseHTTPRequestHandler):
         extra = [] if "no-allow" in self.contract.breaks else [("Allow", allow)]
         self.send(405, b"method not allowed", "text/plain", extra)
 
-    do_POST = do_PUT = do_DELETE = do_PATCH = not_allowed
+    def __getattr__(self, name: str):
+        # http.server dispatches METHOD to do_METHOD and answers 501 when it
+        # is missing; every method but GET and HEAD is a 405 here (POST, PUT,
+        # OPTIONS, TRACE, QUERY, ...).
+        if name.startswith("do_"):
+            return self.not_allowed
+        raise AttributeError(name)
 
     def answer(self, send_body: bool) -> None:
         if self.request_version == "HTTP/1.0" and "reject-http10" in self.contract.breaks:
