@@ -6,7 +6,8 @@ import json
 
 
 def one_line(text: str) -> str:
-    return " ".join(str(text).split("\n"))
+    """Details come from servers' bytes; keep each check on one line."""
+    return " ".join(str(text).splitlines())
 
 
 def check_line(check: dict) -> str:

@@ -46,7 +46,15 @@ def parse_base_url(base_url: str) -> tuple:
     return parts.hostname, port, parts.netloc
 
 
-def make_context(base_url, display_name, seed, timeout, calendar, vectors) -> Context:
+def make_context(
+    base_url: str,
+    display_name: str,
+    seed: int | None,
+    timeout: float,
+    calendar: str | Path | None,
+    vectors: str | Path | None,
+) -> Context:
+    """Validate the arguments and load the data files the checks need."""
     host, port, host_header = parse_base_url(base_url)
     if not display_name:
         raise UsageError("--display-name must not be empty")
