@@ -1,5 +1,6 @@
 package serverlab.mvc;
 
+import jakarta.servlet.ServletException;
 import java.io.IOException;
 import org.apache.catalina.connector.Request;
 import org.apache.catalina.connector.Response;
@@ -29,8 +30,8 @@ class TomcatConfiguration {
    * Sends {@code Content-Type: text/plain; charset=utf-8} spelled exactly as the contract does.
    *
    * <p>Tomcat parses any Content-Type set through the Servlet API and renders it as {@code
-   * type;charset=X}, without the space. Every response of this server is plain UTF-8 text, so
-   * this valve sets the header text verbatim before the request reaches Spring; Spring keeps a
+   * type;charset=X}, without the space. Every response of this server is plain UTF-8 text, so this
+   * valve sets the header text verbatim before the request reaches Spring; Spring keeps a
    * Content-Type that is already set, and the routes set none. Tomcat's own error pages (for
    * requests it rejects before any servlet) still replace it with theirs.
    */
@@ -41,8 +42,7 @@ class TomcatConfiguration {
     }
 
     @Override
-    public void invoke(Request request, Response response)
-        throws IOException, jakarta.servlet.ServletException {
+    public void invoke(Request request, Response response) throws IOException, ServletException {
       response.getCoyoteResponse().setContentTypeNoCharset(Reply.CONTENT_TYPE);
       getNext().invoke(request, response);
     }

@@ -13,13 +13,12 @@ class NettyConfiguration {
   @Bean
   NettyServerCustomizer requestTargetEscaper() {
     return server ->
-        server.doOnChannelInit(
-            (observer, channel, remoteAddress) ->
-                channel
-                    .pipeline()
-                    .addAfter(
-                        NettyPipeline.HttpCodec,
-                        "serverlab.requestTargetEscaper",
-                        RequestTargetEscaper.INSTANCE));
+        server.doOnChannelInit((observer, channel, remoteAddress) ->
+            channel
+                .pipeline()
+                .addAfter(
+                    NettyPipeline.HttpCodec,
+                    "serverlab.requestTargetEscaper",
+                    RequestTargetEscaper.INSTANCE));
   }
 }

@@ -9,14 +9,14 @@ import io.netty.handler.codec.http.HttpRequest;
  * Percent-encodes the characters of a request target that {@link java.net.URI} refuses, before
  * Spring sees the request.
  *
- * <p>Spring WebFlux exposes the request URI as a {@code java.net.URI}. For a target such as
- * {@code /?n=%ZZ} or {@code /?n=1|2} that constructor throws, and Spring's Reactor Netty adapter
- * answers an empty 400 before any application code runs (spring-framework issues 29450 and
- * 30475). The contract wants such a query handled like any other: a known parameter with that
- * value is a 400 with the contract's message, an unknown one is ignored. So a stray {@code %}
- * becomes {@code %25} (its literal meaning under WHATWG form decoding) and a refused byte becomes
- * its {@code %XX} escape; targets that need neither, which is every well-formed request, pass
- * through untouched after one scan.
+ * <p>Spring WebFlux exposes the request URI as a {@code java.net.URI}. For a target such as {@code
+ * /?n=%ZZ} or {@code /?n=1|2} that constructor throws, and Spring's Reactor Netty adapter answers
+ * an empty 400 before any application code runs (spring-framework issues 29450 and 30475). The
+ * contract wants such a query handled like any other: a known parameter with that value is a 400
+ * with the contract's message, an unknown one is ignored. So a stray {@code %} becomes {@code %25}
+ * (its literal meaning under WHATWG form decoding) and a refused byte becomes its {@code %XX}
+ * escape; targets that need neither, which is every well-formed request, pass through untouched
+ * after one scan.
  */
 @ChannelHandler.Sharable
 final class RequestTargetEscaper extends ChannelInboundHandlerAdapter {
@@ -40,9 +40,9 @@ final class RequestTargetEscaper extends ChannelInboundHandlerAdapter {
   }
 
   /**
-   * Returns {@code target} itself when {@code java.net.URI} accepts all of it, else a copy with
-   * the refused characters escaped. Netty decodes the request line as ISO-8859-1, so each char is
-   * one byte of the original target.
+   * Returns {@code target} itself when {@code java.net.URI} accepts all of it, else a copy with the
+   * refused characters escaped. Netty decodes the request line as ISO-8859-1, so each char is one
+   * byte of the original target.
    */
   static String escape(String target) {
     int length = target.length();

@@ -18,8 +18,8 @@ import serverlab.contract.HttpDate;
 import serverlab.contract.Reply;
 
 /**
- * The routes as functional endpoints. Handlers compute in memory and return at once: nothing
- * blocks the event loop.
+ * The routes as functional endpoints. Handlers compute in memory and return at once: nothing blocks
+ * the event loop.
  */
 @Configuration(proxyBeanMethods = false)
 class Routes {

@@ -9,8 +9,9 @@ import java.time.temporal.ChronoUnit;
 import java.util.Arrays;
 
 /**
- * The two routes of contract v1, independent of any web framework. Thread-safe and allocation-light:
- * the n-KB bodies and error bodies are built once; hello and workday are computed per request.
+ * The two routes of contract v1, independent of any web framework. Thread-safe and
+ * allocation-light: the n-KB bodies and error bodies are built once; hello and workday are computed
+ * per request.
  */
 public final class Contract {
 
@@ -50,37 +51,31 @@ public final class Contract {
   /** {@code GET /}: hello without {@code n} or with an empty one, else an n-KB body or 400. */
   public Reply root(String rawQuery) {
     FormQuery.Param n = FormQuery.lookup(rawQuery, "n");
-    switch (n.presence()) {
-      case ABSENT:
-        return hello();
-      case REPEATED:
-        return Reply.BAD_N;
-      default:
+    return switch (n.presence()) {
+      case ABSENT -> hello();
+      case REPEATED -> Reply.BAD_N;
+      case ONCE -> {
         if ("".equals(n.value())) {
-          return hello();
+          yield hello();
         }
         int kb = Parameters.parseKilobytes(n.value());
-        return kb == 0 ? Reply.BAD_N : kilobytes[kb];
-    }
+        yield kb == 0 ? Reply.BAD_N : kilobytes[kb];
+      }
+    };
   }
 
   /** {@code GET /workday}: the trading day of {@code at}, or of now without it; else 400. */
   public Reply workday(String rawQuery) {
     FormQuery.Param at = FormQuery.lookup(rawQuery, "at");
-    LocalDateTime time;
-    switch (at.presence()) {
-      case ABSENT:
-        time = LocalDateTime.ofInstant(clock.instant(), EXCHANGE_OFFSET).truncatedTo(ChronoUnit.SECONDS);
-        break;
-      case REPEATED:
-        return Reply.BAD_AT;
-      default:
-        time = Parameters.parseLocalTime(at.value());
-        if (time == null) {
-          return Reply.BAD_AT;
-        }
-    }
-    return ok(calendar.tradingDayOf(time).toString());
+    LocalDateTime time =
+        switch (at.presence()) {
+          case ABSENT ->
+              LocalDateTime.ofInstant(clock.instant(), EXCHANGE_OFFSET)
+                  .truncatedTo(ChronoUnit.SECONDS);
+          case REPEATED -> null;
+          case ONCE -> Parameters.parseLocalTime(at.value());
+        };
+    return time == null ? Reply.BAD_AT : ok(calendar.tradingDayOf(time).toString());
   }
 
   /** The hello body for the current time; never cached. */

@@ -12,8 +12,8 @@ import java.nio.charset.StandardCharsets;
  * =}, {@code +} is a space, {@code %XX} a byte, and the bytes are UTF-8.
  *
  * <p>The contract knows one parameter per route, so a single pass looks for that name only and
- * reports whether it came once, never or more than once. Other parameters are never decoded, so
- * a malformed unknown parameter is ignored like any other unknown one.
+ * reports whether it came once, never or more than once. Other parameters are never decoded, so a
+ * malformed unknown parameter is ignored like any other unknown one.
  */
 public final class FormQuery {
 

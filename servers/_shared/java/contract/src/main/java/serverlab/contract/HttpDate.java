@@ -6,9 +6,8 @@ import java.time.format.DateTimeFormatter;
 import java.util.Locale;
 
 /**
- * The {@code Date} header value (IMF-fixdate) for servers that do not add one themselves,
- * formatted at most once per second and shared by all threads, as Tomcat and Netty-based servers
- * commonly do.
+ * The {@code Date} header value (IMF-fixdate) for servers that do not add one themselves, formatted
+ * at most once per second and shared by all threads, as Tomcat and Netty-based servers commonly do.
  */
 public final class HttpDate {
 

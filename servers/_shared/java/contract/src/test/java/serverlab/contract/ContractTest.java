@@ -26,7 +26,8 @@ class ContractTest {
   private static final TradingCalendar CALENDAR = Vectors.calendar();
 
   private static Contract at(String instant) {
-    return new Contract("Spring Test", CALENDAR, Clock.fixed(Instant.parse(instant), ZoneOffset.UTC));
+    return new Contract(
+        "Spring Test", CALENDAR, Clock.fixed(Instant.parse(instant), ZoneOffset.UTC));
   }
 
   @Test
@@ -127,7 +128,8 @@ class ContractTest {
 
   @Test
   void calendarFormatIsChecked() {
-    assertThrows(IllegalArgumentException.class, () -> TradingCalendar.parse(List.of("2019-05-01")));
+    assertThrows(
+        IllegalArgumentException.class, () -> TradingCalendar.parse(List.of("2019-05-01")));
     assertThrows(
         IllegalArgumentException.class,
         () -> TradingCalendar.parse(List.of("# range: 2019-01-01 2019-12-31", "2019-5-1")));
@@ -135,7 +137,8 @@ class ContractTest {
         IllegalArgumentException.class,
         () -> TradingCalendar.parse(List.of("# range: 2019-01-01 2019-12-31", "2020-01-01")));
     TradingCalendar calendar =
-        TradingCalendar.parse(List.of("# comment", "# range: 2019-01-01 2019-12-31", "", "2019-05-01"));
+        TradingCalendar.parse(
+            List.of("# comment", "# range: 2019-01-01 2019-12-31", "", "2019-05-01"));
     assertFalse(calendar.isTradingDay(LocalDate.of(2019, 5, 1)));
     assertTrue(calendar.isTradingDay(LocalDate.of(2019, 5, 2)));
   }

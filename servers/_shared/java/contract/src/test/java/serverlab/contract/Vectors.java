@@ -38,7 +38,8 @@ final class Vectors {
 
   static JsonNode json(String name) {
     try {
-      return new ObjectMapper().readTree(repoRoot().resolve("contracts/vectors").resolve(name).toFile());
+      return new ObjectMapper()
+          .readTree(repoRoot().resolve("contracts/vectors").resolve(name).toFile());
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }

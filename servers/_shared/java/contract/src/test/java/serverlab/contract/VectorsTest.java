@@ -21,15 +21,14 @@ class VectorsTest {
 
   private static Stream<Arguments> cases(JsonNode array, String... fields) {
     return StreamSupport.stream(array.spliterator(), false)
-        .map(
-            node -> {
-              Object[] values = new Object[fields.length];
-              for (int i = 0; i < fields.length; i++) {
-                JsonNode field = node.get(fields[i]);
-                values[i] = field == null ? null : field.isInt() ? field.asInt() : field.asText();
-              }
-              return Arguments.of(values);
-            });
+        .map(node -> {
+          Object[] values = new Object[fields.length];
+          for (int i = 0; i < fields.length; i++) {
+            JsonNode field = node.get(fields[i]);
+            values[i] = field == null ? null : field.isInt() ? field.asInt() : field.asText();
+          }
+          return Arguments.of(values);
+        });
   }
 
   static Stream<Arguments> workdayCases() {
