@@ -1,0 +1,44 @@
+"""gunicorn settings for serverlab: the default sync workers, as gunicorn ships them.
+
+gunicorn reads this file in the master process at start-up (``-c
+gunicorn.conf.py``); every name that matches a gunicorn setting is used,
+other names are ignored. Each choice is explained in README.md.
+"""
+
+from serverlab_contract import config_or_exit
+
+# PORT, HOST, WORKERS and WORKDAY_CALENDAR, validated once; exits with a clear
+# message on a bad value before anything is forked.
+_config = config_or_exit(default_port=8132)
+_host = f"[{_config.host}]" if ":" in _config.host else _config.host
+
+wsgi_app = "app:application"
+bind = [f"{_host}:{_config.port}"]
+
+# The sync worker: one request at a time per process. It closes the
+# connection after every response (it does not support keep-alive).
+worker_class = "sync"
+# gunicorn's documented starting point, (2 x cores) + 1: while one worker
+# waits on a socket another can use the core. WORKERS is the core count.
+workers = 2 * _config.workers + 1
+
+# Load the application (and the calendar) once in the master, before
+# forking: workers share that memory and start faster.
+preload_app = True
+
+# No per-request logging (gunicorn's default, spelled out); start-up and
+# error lines go to stderr.
+accesslog = None
+errorlog = "-"
+
+# Workers signal liveness to the master by touching a temporary file; in
+# memory (/dev/shm) that never blocks on a disk and works when the rest of
+# the file system is read-only (gunicorn's advice for containers).
+worker_tmp_dir = "/dev/shm"
+
+# On SIGTERM workers get 10 s to finish their requests (default 30 s).
+graceful_timeout = 10
+
+# No runtime control socket: nothing here uses gunicornc, and by default it
+# is one path in $HOME shared by every gunicorn on the machine.
+control_socket_disable = True
