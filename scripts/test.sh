@@ -59,7 +59,7 @@ fi
 
 if [[ -f servers/_shared/java/pom.xml ]]; then
   if command -v mvn >/dev/null && command -v java >/dev/null; then
-    stage java-unit mvn -q -B -f servers/_shared/java/pom.xml verify
+    stage java-unit mvn -B -ntp -f servers/_shared/java/pom.xml verify
   else
     skip java-unit "mvn or java not found"
   fi
