@@ -25,6 +25,7 @@ import json
 import os
 import resource
 import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -37,7 +38,7 @@ from . import calibration, plan
 from .errors import StepError
 from .manifest import ManifestError, load, stack_names
 from .metrics import UsageSampler, response_bytes
-from .plan import Case, Instance, Knobs, KnobError
+from .plan import Case, Instance, KnobError, Knobs
 from .results import (
     RESULTS_FILE,
     RESULTS_ROOT,
@@ -137,13 +138,17 @@ class Bench:
                 f"SERVERS: unknown stack(s) {', '.join(missing)}; known: {', '.join(known)}"
             )
         for name in missing:
-            self.console.print(f"[yellow]profile {self.knobs.profile}: no stack {name!r} here, skipped[/]")
+            self.console.print(
+                f"[yellow]profile {self.knobs.profile}: no stack {name!r} here, skipped[/]"
+            )
         return [s for s in wanted if s in known]
 
     def check_tools(self) -> None:
         needed = {"wrk", self.knobs.tool}  # wrk also warms up and finds the peak
         for name in sorted(needed):
             tool = get_tool(name)
+            if name == "oha" and not tool.available():
+                install_oha(self.console)
             if not tool.available():
                 hint = "scripts/install-oha.sh" if name == "oha" else "make bootstrap"
                 raise KnobError(f"load tool {name} not found; install it with {hint}")
@@ -169,7 +174,7 @@ class Bench:
                 manifests[name] = load(name).provenance()
         return {
             "run_id": self.run_id,
-            "started_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+            "started_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
             "command": sys.argv,
             "git": git_info(),
             "host": host_info(),
@@ -186,10 +191,16 @@ class Bench:
         try:
             stacks = self.stacks()
             self.check_tools()
+            try:
+                self.runner = get_runner(self.knobs.runner)
+            except (ImportError, ValueError) as exc:
+                raise KnobError(f"RUNNER={self.knobs.runner}: not available ({exc})") from None
         except (KnobError, ToolError) as exc:
             self.console.print(f"[red]bench: {escape(str(exc))}[/]")
             return 2
         the_plan = plan.build_plan(self.knobs, stacks)
+        if self.resume:
+            self.load_previous()
         self.print_plan(stacks, the_plan)
         if dry_run:
             return 0
@@ -198,9 +209,8 @@ class Bench:
         if self.resume:
             run_info = json.loads(run_file.read_text())
             run_info.setdefault("resumed_at", []).append(
-                dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+                dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
             )
-            self.load_previous()
         else:
             run_info = self.provenance(stacks)
         write_json_atomic(run_file, run_info)
@@ -219,7 +229,7 @@ class Bench:
             signal.signal(signal.SIGTERM, previous_handler)
             self.writer.close()
             run_info["status"] = "interrupted" if self.interrupted else "complete"
-            run_info["finished_at"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+            run_info["finished_at"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
             run_info["failed_stacks"] = self.failed
             write_json_atomic(run_file, run_info)
         return self.finish()
@@ -297,8 +307,7 @@ class Bench:
 
     def prepare(self, stacks: list[str], run_info: dict) -> None:
         """Prerequisites and build for every stack, before any load."""
-        runner = get_runner(self.knobs.runner)
-        self.runner = runner
+        runner = self.runner
         for name in stacks:
             try:
                 manifest = load(name)
@@ -431,7 +440,9 @@ class Bench:
             message = f"{report.get('failed', 0)} of {report.get('passed', 0) + report.get('failed', 0)} conformance checks failed; not benchmarked"
             if not server.is_alive():
                 message = "server died during the conformance checks; not benchmarked"
-            raise StepError(stack, "verify", message, "\n".join(failures[:40]) or server.output_tail())
+            raise StepError(
+                stack, "verify", message, "\n".join(failures[:40]) or server.output_tail()
+            )
         self.verified.add(stack)
         self.record_stack(
             stack, "verify", "ok", f"{report.get('passed', 0)} checks passed",
@@ -470,9 +481,7 @@ class Bench:
         connections = max(c.connections for c in instance.cases if c.scenario == scenario)
         case = Case(instance.stack, instance.quota, scenario, connections, "wrk", "",
                     instance.repetition, "warmup")  # fmt: skip
-        self.progress.update(
-            self.task, description=f"{instance.stack} {scenario} warm-up"
-        )
+        self.progress.update(self.task, description=f"{instance.stack} {scenario} warm-up")
         raw = self.folder / "raw" / "warmup" / _raw_name(case)
         get_tool("wrk").run(self.spec(server, case, duration=self.knobs.warmup), raw)
 
@@ -604,6 +613,17 @@ class Bench:
         return 0
 
 
+def install_oha(console: Console) -> None:
+    """oha is built from crates.io once (about 9 minutes on 2 cores) into a cache folder."""
+    from .manifest import REPO_ROOT
+
+    console.print("[bold]oha is not installed: building it once with scripts/install-oha.sh "
+                  "(about 9 minutes on 2 cores; cached outside the repository)[/]")  # fmt: skip
+    result = subprocess.run(["bash", str(REPO_ROOT / "scripts" / "install-oha.sh")])
+    if result.returncode != 0:
+        console.print("[red]scripts/install-oha.sh failed[/]")
+
+
 def _raise_interrupt(signum, frame):
     raise KeyboardInterrupt
 
@@ -623,8 +643,10 @@ def _raise_file_limit() -> None:
 
 
 def _peak_key(case_or_record) -> tuple:
-    get = (lambda k: case_or_record[k]) if isinstance(case_or_record, dict) else (
-        lambda k: getattr(case_or_record, {"cpu_quota": "quota"}.get(k, k))
+    get = (
+        (lambda k: case_or_record[k])
+        if isinstance(case_or_record, dict)
+        else (lambda k: getattr(case_or_record, {"cpu_quota": "quota"}.get(k, k)))
     )
     return (get("stack"), get("cpu_quota"), get("scenario"), get("connections"), get("repetition"))
 
@@ -649,7 +671,7 @@ def _minutes(seconds: float) -> str:
 
 
 def _now() -> str:
-    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds")
+    return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -131,9 +131,7 @@ class CalibrationServer:
     def __init__(self, folder: Path, cpus: tuple[int, ...] | None, port: int = DEFAULT_PORT):
         path = nginx_path()
         if not path:
-            raise StepError(
-                NAME, "prerequisites", "nginx not found; install Debian's nginx-light"
-            )
+            raise StepError(NAME, "prerequisites", "nginx not found; install Debian's nginx-light")
         self.port = port
         self.base_url = f"http://127.0.0.1:{port}"
         self.folder = folder

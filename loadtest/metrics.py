@@ -136,8 +136,12 @@ class UsageSampler:
             )
             usage.cpu_peak_pct = max(self._cpu_pcts)
         usage.rss_peak_bytes = self._rss_peak or None
-        usage.server_cores_busy_pct = cores_busy(self._host_start, self._host_end, self._server_cpus)
-        usage.client_cores_busy_pct = cores_busy(self._host_start, self._host_end, self._client_cpus)
+        usage.server_cores_busy_pct = cores_busy(
+            self._host_start, self._host_end, self._server_cpus
+        )
+        usage.client_cores_busy_pct = cores_busy(
+            self._host_start, self._host_end, self._client_cpus
+        )
         return usage
 
 

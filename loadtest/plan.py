@@ -183,9 +183,7 @@ def resolve(profile: str = "", env: dict | None = None, cli: dict | None = None)
     profiles = load_profiles()
     profile = profile or cli.get("PROFILE") or env.get("PROFILE") or "quick"
     if profile not in profiles or profile == "defaults":
-        raise KnobError(
-            f"unknown profile {profile!r}; profiles: {', '.join(profile_names())}"
-        )
+        raise KnobError(f"unknown profile {profile!r}; profiles: {', '.join(profile_names())}")
     values = dict(profiles["defaults"])
     values.update(profiles[profile])
     sources = dict.fromkeys(values, "profile")
@@ -234,7 +232,9 @@ def validate(knobs: Knobs) -> None:
         try:
             value = float(rate[:-1]) if rate.endswith("%") else float(rate)
         except ValueError:
-            raise KnobError(f"RATE={rate!r}: use requests/s (5000) or a share of the peak (50%)")
+            raise KnobError(
+                f"RATE={rate!r}: use requests/s (5000) or a share of the peak (50%)"
+            ) from None
         if value <= 0:
             raise KnobError(f"RATE={rate!r} must be positive")
     if knobs.rate and knobs.tool != "oha":

@@ -13,7 +13,13 @@ CACHE="${SERVERLAB_CACHE:-$HOME/.cache/serverlab}"
 ROOT="$CACHE/oha-$OHA_VERSION"   # one cargo --root per version: versions never clash
 BIN="$ROOT/bin/oha"
 
+link() { # A stable path for the harness: $CACHE/bin/oha -> this version.
+    mkdir -p "$CACHE/bin"
+    ln -sfn "$BIN" "$CACHE/bin/oha"
+}
+
 if [[ -x "$BIN" ]] && "$BIN" --version 2>/dev/null | grep -q " $OHA_VERSION\b"; then
+    link
     echo "$BIN"
     exit 0
 fi
@@ -27,7 +33,5 @@ echo "install-oha: building oha $OHA_VERSION into $ROOT (about 9 minutes on 2 co
 mkdir -p "$ROOT"
 # --locked: the exact dependency versions from oha's own Cargo.lock.
 cargo install --locked --quiet --root "$ROOT" --version "=$OHA_VERSION" oha >&2
-# A stable path for tools that look in one place: $CACHE/bin/oha.
-mkdir -p "$CACHE/bin"
-ln -sf "$BIN" "$CACHE/bin/oha"
+link
 echo "$BIN"

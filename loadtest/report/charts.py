@@ -79,7 +79,9 @@ def rps_vs_connections(rows: list[dict], scenario: str, path: Path, note: str) -
 
 
 def rps_vs_quota(rows: list[dict], scenario: str, path: Path) -> Path | None:
-    data = [r for r in closed_rows(rows) if r["scenario"] == scenario and r["cpu_quota"] is not None]
+    data = [
+        r for r in closed_rows(rows) if r["scenario"] == scenario and r["cpu_quota"] is not None
+    ]
     quotas = sorted({r["cpu_quota"] for r in data})
     if len(quotas) < 2:
         return None
@@ -201,7 +203,11 @@ def resources(rows: list[dict], path: Path) -> Path | None:
     for stack in stacks:
         mine = [r for r in data if r["stack"] == stack]
         top = max(r["connections"] for r in mine)
-        values = [r["server_cpu_mean_pct"] for r in mine if r["connections"] == top and r["server_cpu_mean_pct"] is not None]
+        values = [
+            r["server_cpu_mean_pct"]
+            for r in mine
+            if r["connections"] == top and r["server_cpu_mean_pct"] is not None
+        ]
         cpu[stack] = statistics.median(values) if values else 0
         rss[stack] = max((r["rss_peak_mb"] or 0) for r in mine)
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 0.4 * len(stacks) + 2))
@@ -229,7 +235,11 @@ def bytes_per_response(rows: list[dict], path: Path) -> Path | None:
     for r in rows:
         if r["header_bytes"] is None or r["scenario"] not in ("hello", "workday"):
             continue
-        data[(r["stack"], r["scenario"])] = (r["display_name"], r["header_bytes"], r["body_bytes"] or 0)
+        data[(r["stack"], r["scenario"])] = (
+            r["display_name"],
+            r["header_bytes"],
+            r["body_bytes"] or 0,
+        )
     if not data:
         return None
     keys = sorted(data, key=lambda k: (k[1], data[k][1] + data[k][2]))
@@ -258,7 +268,14 @@ def all_charts(rows: list[dict], records: list[dict], folder: Path) -> dict[str,
     for old in folder.glob("*.png"):
         old.unlink()
     sections: dict[str, list[Path]] = {}
-    scenarios = sorted({r["scenario"] for r in rows}, key=lambda s: ["hello", "kb1", "kb10", "kb100", "workday"].index(s) if s in ["hello", "kb1", "kb10", "kb100", "workday"] else 99)
+    scenarios = sorted(
+        {r["scenario"] for r in rows},
+        key=lambda s: (
+            ["hello", "kb1", "kb10", "kb100", "workday"].index(s)
+            if s in ["hello", "kb1", "kb10", "kb100", "workday"]
+            else 99
+        ),
+    )
     for scenario in scenarios:
         tools = {r["tool"] for r in closed_rows(rows) if r["scenario"] == scenario}
         note = (

@@ -60,8 +60,12 @@ def table_cells(row: dict) -> list[str]:
         str(row["connections"]),
         row["tool"],
         fmt(row["cpu_quota"], 2) if row["cpu_quota"] is not None else "-",
-        (f"{fmt(row['rate'])}/s" + (f" ({row['rate_spec']})" if row["rate_spec"].endswith("%") else ""))
-        if row["rate_spec"] else "-",
+        (
+            f"{fmt(row['rate'])}/s"
+            + (f" ({row['rate_spec']})" if row["rate_spec"].endswith("%") else "")
+        )
+        if row["rate_spec"]
+        else "-",
         str(row["runs"]),
         fmt(row["rps_median"]),
         cv,
@@ -88,7 +92,9 @@ def stack_notes(outcomes: dict, run: dict) -> list[str]:
         for failure in entry.get("failures", []):
             notes.append(f"{stack}: {failure}")
         if entry.get("unclean_stops"):
-            notes.append(f"{stack}: {entry['unclean_stops']} unclean stop(s): {entry.get('unclean_message', '')}")
+            notes.append(
+                f"{stack}: {entry['unclean_stops']} unclean stop(s): {entry.get('unclean_message', '')}"
+            )
     return notes
 
 
@@ -211,7 +217,8 @@ def html_report(rows: list[dict], outcomes: dict, run: dict, charts: dict[str, l
     title = f"serverlab results: {run.get('run_id', '')}"
     body = [f"<h1>{html.escape(title)}</h1>"]
     facts = "".join(
-        f"<tr><th>{html.escape(k)}</th><td>{html.escape(str(v))}</td></tr>" for k, v in run_facts(run)
+        f"<tr><th>{html.escape(k)}</th><td>{html.escape(str(v))}</td></tr>"
+        for k, v in run_facts(run)
     )
     body.append(f'<table class="facts">{facts}</table>')
     body.append(f'<div class="note">{html.escape(CO_NOTE)}</div>')
@@ -242,7 +249,7 @@ def html_report(rows: list[dict], outcomes: dict, run: dict, charts: dict[str, l
                 "</code>; raw tool outputs are in <code>raw/</code>, every measurement in "
                 "<code>results.jsonl</code>, provenance in <code>run.json</code>.</p>")  # fmt: skip
     return (
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>{html.escape(title)}</title><style>{CSS}</style></head>"
         f"<body>{''.join(body)}</body></html>\n"
     )

@@ -105,7 +105,10 @@ def test_estimate_counts_warmups_and_starts():
     k = knobs(SEED=1, SCENARIOS="hello", CONNECTIONS="16")
     seconds = plan.estimate_seconds(k, build_plan(k, ["a"]))
     # Two starts (a + ceiling), one verification, two warm-ups, two cases.
-    expected = 2 * plan.INSTANCE_OVERHEAD_S + plan.VERIFY_S + 2 * k.warmup + 2 * (
-        k.duration + plan.CASE_OVERHEAD_S
+    expected = (
+        2 * plan.INSTANCE_OVERHEAD_S
+        + plan.VERIFY_S
+        + 2 * k.warmup
+        + 2 * (k.duration + plan.CASE_OVERHEAD_S)
     )
     assert seconds == pytest.approx(expected)

@@ -80,7 +80,7 @@ def test_ab_success():
     assert result.ok
     assert result.requests == 2000
     assert result.errors_total == 0
-    assert result.bytes_total == 2452000
+    assert result.bytes_total == 2000 * (1000 + 158)  # body + the ceiling's 158 header bytes
     assert result.latency_ms["max"] >= result.latency_ms["p50"]
     assert result.latency_curve[-1][0] == 100.0
 

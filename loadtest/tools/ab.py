@@ -98,8 +98,7 @@ def parse_output(stdout: str, stderr: str = "", exit_code: int = 0) -> LoadResul
     mean = _number(r"^Time per request:\s+([\d.]+) \[ms\] \(mean\)$", stdout, float)
     total = re.search(r"^Total:\s+(\d+)\s+(\d+)\s+([\d.]+)\s+(\d+)\s+(\d+)", stdout, re.MULTILINE)
     curve = [
-        [float(p), float(ms)]
-        for p, ms in re.findall(r"^\s+(\d+)%\s+(\d+)", stdout, re.MULTILINE)
+        [float(p), float(ms)] for p, ms in re.findall(r"^\s+(\d+)%\s+(\d+)", stdout, re.MULTILINE)
     ]
     if result.requests and total:
         tmin, tmean, tsd, _median, tmax = total.groups()

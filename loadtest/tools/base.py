@@ -197,7 +197,9 @@ class Tool:
         if not self.available():
             raise ToolError(f"{self.name}: {self.binary} not found (see scripts/bootstrap.sh)")
         command[0] = self.path()
-        code, out, err, cpu, wall = run_tool(command, raw_prefix, self.deadline(spec), spec.client_cpus)
+        code, out, err, cpu, wall = run_tool(
+            command, raw_prefix, self.deadline(spec), spec.client_cpus
+        )
         result = self.parse(out, err, code)
         result.command = pinned(command, spec.client_cpus)
         result.exit_code = code

@@ -59,12 +59,66 @@ class Oha(Tool):
         return parse_output(stdout, stderr, exit_code)
 
 
+# oha reports errors by message; map them onto the common kinds.
+ERROR_PATTERNS = (
+    ("timeout", ("timeout", "timed out")),
+    ("connect", ("connection refused", "connect", "dns", "no route")),
+    ("write", ("broken pipe", "write")),
+)
+# Requests still in flight when -z ends are cut off by oha itself: not the server's fault.
+DEADLINE_ABORT = "aborted due to deadline"
+
+
+def classify_error(message: str) -> str:
+    lowered = message.lower()
+    for kind, needles in ERROR_PATTERNS:
+        if any(needle in lowered for needle in needles):
+            return kind
+    return "read"  # connection reset, unexpected EOF, parse errors: the response side
+
+
 def parse_output(stdout: str, stderr: str = "", exit_code: int = 0) -> LoadResult:
-    result = LoadResult(tool="oha", notes=[NOTE_OPEN])
+    result = LoadResult(tool="oha", notes=[NOTE_OPEN, "oha counts body bytes only"])
     try:
         data = json.loads(stdout)
-    except json.JSONDecodeError:
+        summary = data["summary"]
+    except (json.JSONDecodeError, KeyError, TypeError):
         result.ok = False
         result.problem = (stderr.strip() or stdout.strip() or f"exit code {exit_code}")[:500]
         return result
-    raise NotImplementedError(json.dumps(data)[:3000])
+    result.duration_s = summary.get("total") or 0.0
+    statuses = {str(code): int(n) for code, n in (data.get("statusCodeDistribution") or {}).items()}
+    result.status_counts = statuses
+    # oha's own requestsPerSec counts failed attempts too; count responses instead.
+    result.requests = sum(statuses.values())
+    result.bytes_total = int(summary.get("totalData") or 0)
+    if result.duration_s > 0:
+        result.rps = result.requests / result.duration_s
+        result.bytes_per_s = result.bytes_total / result.duration_s
+    for message, count in (data.get("errorDistribution") or {}).items():
+        if message == DEADLINE_ABORT:
+            result.notes.append(f"{count} request(s) in flight at the end of the run were cut off")
+            continue
+        result.errors[classify_error(message)] += int(count)
+    result.errors["non2xx"] = sum(n for code, n in statuses.items() if not code.startswith("2"))
+    percentiles = data.get("latencyPercentiles") or {}
+    if result.requests and summary.get("average") is not None:
+        curve = []
+        for key, seconds in percentiles.items():
+            if seconds is not None and key.startswith("p"):
+                curve.append([float(key[1:]), seconds * 1000])
+        curve.sort()
+        result.latency_curve = curve
+        by_key = {key: seconds * 1000 for key, seconds in percentiles.items() if seconds is not None}
+        result.latency_ms = {
+            "mean": summary["average"] * 1000,
+            "stdev": None,  # oha's JSON has no latency standard deviation
+            "min": (summary.get("fastest") or 0) * 1000,
+            "max": (summary.get("slowest") or 0) * 1000,
+            **{latency_key(p): by_key.get(latency_key(p)) for p in PERCENTILES},
+        }
+    if result.requests == 0:
+        worst = max(result.errors, key=result.errors.get)
+        count = result.errors[worst]
+        result.problem = f"no responses ({count} {worst} errors)" if count else "no responses"
+    return result

@@ -1,0 +1,114 @@
+"""The bench orchestration end to end against the nginx ceiling alone (no stack
+builds): records, run.json, the report, resume, and Ctrl-C keeping what was measured."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from loadtest import calibration
+from loadtest.results import read_records
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+pytestmark = pytest.mark.skipif(
+    calibration.nginx_path() is None or not os.path.exists("/usr/bin/wrk"),
+    reason="!!! nginx or wrk NOT INSTALLED: bench orchestration not exercised (make bootstrap) !!!",
+)
+
+# Runs `bench` with the stack list emptied: only the ceiling is measured.
+SCRIPT = """
+import sys
+from loadtest import bench
+bench.Bench.stacks = lambda self: []
+sys.exit(bench.cmd_bench(bench_args(sys.argv[1:])))
+"""
+PRELUDE = """
+import argparse
+from loadtest import bench as _bench
+def bench_args(argv):
+    parser = argparse.ArgumentParser()
+    sub = parser.add_subparsers()
+    _bench.register(sub)
+    return parser.parse_args(["bench", *argv])
+"""
+
+
+def bench(results: Path, *args: str, wait: bool = True):
+    command = [sys.executable, "-c", PRELUDE + SCRIPT, "--results-dir", str(results), *args]
+    env = dict(os.environ, SEED="", DURATION="", PROFILE="")
+    if wait:
+        return subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True,
+                              timeout=180, env=env)  # fmt: skip
+    return subprocess.Popen(command, cwd=REPO_ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, env=env)  # fmt: skip
+
+
+def only_run(results: Path) -> Path:
+    runs = [p for p in results.iterdir() if p.is_dir()]
+    assert len(runs) == 1, runs
+    return runs[0]
+
+
+def test_ceiling_only_run_and_resume(tmp_path):
+    args = ["--profile", "smoke", "--scenarios", "hello,workday", "--connections", "4",
+            "--duration", "1", "--warmup", "0", "--seed", "7"]  # fmt: skip
+    result = bench(tmp_path, *args)
+    assert result.returncode == 0, result.stdout + result.stderr
+    folder = only_run(tmp_path)
+    records = [r for r in read_records(folder / "results.jsonl") if r["kind"] == "measurement"]
+    assert {r["scenario"] for r in records} == {"hello", "workday"}
+    for record in records:
+        assert record["status"] == "ok" and record["ceiling"]
+        assert record["result"]["rps"] > 0
+        assert record["server"]["cpu_mean_pct"] is not None
+        assert record["response"]["header_bytes"] > 100
+        assert record["server_cpus"] != record["client_cpus"] or os.cpu_count() == 1
+    run = json.loads((folder / "run.json").read_text())
+    assert run["status"] == "complete" and run["knobs"]["seed"] == 7
+    assert run["git"]["commit"] and run["host"]["cpu_model"] and run["tools"]["wrk"]
+    assert (folder / "report.html").is_file() and (folder / "calibration" / "nginx.conf").is_file()
+    assert list((folder / "raw").glob("*.stdout"))
+
+    again = bench(tmp_path, "--resume", str(folder))
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "0 measurements" in again.stdout
+    assert (
+        len([r for r in read_records(folder / "results.jsonl") if r["kind"] == "measurement"]) == 2
+    )
+
+
+def test_ctrl_c_keeps_measurements_and_writes_the_summary(tmp_path):
+    args = ["--profile", "smoke", "--scenarios", "hello,kb1,kb10,kb100,workday",
+            "--connections", "4", "--duration", "2", "--warmup", "0", "--seed", "3"]  # fmt: skip
+    process = bench(tmp_path, *args, wait=False)
+    deadline = time.monotonic() + 60
+    folder = None
+    while time.monotonic() < deadline:
+        runs = [p for p in tmp_path.iterdir() if p.is_dir()]
+        if runs and len(read_records(runs[0] / "results.jsonl")) >= 1:
+            folder = runs[0]
+            break
+        time.sleep(0.2)
+    assert folder is not None, "no measurement within 60 s"
+    process.send_signal(signal.SIGINT)
+    output, _ = process.communicate(timeout=60)
+    assert process.returncode == 130, output
+    measured = [r for r in read_records(folder / "results.jsonl") if r["kind"] == "measurement"]
+    assert 1 <= len(measured) < 5
+    run = json.loads((folder / "run.json").read_text())
+    assert run["status"] == "interrupted"
+    assert (folder / "summary.csv").is_file() and (folder / "report.html").is_file()
+    # Nothing left running: the ceiling's nginx was stopped.
+    pid_file = folder / "calibration" / "nginx.pid"
+    if pid_file.exists():
+        pid = int(pid_file.read_text())
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
