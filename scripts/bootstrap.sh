@@ -43,8 +43,7 @@ install_apt() {
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "ok installed" || missing+=("$pkg")
   done
   if ((${#missing[@]} == 0)); then
-    say "Debian packages: all present"
-    return
+    return # all present
   fi
   if [[ $(id -u) -ne 0 ]]; then
     say "missing Debian packages: ${missing[*]}"
@@ -67,8 +66,7 @@ install_venv() {
   local digest
   digest="$(sha256sum "$lock" | cut -d' ' -f1)"
   if [[ -f "$stamp" && "$(cat "$stamp")" == "$digest" ]]; then
-    say "tooling venv: up to date"
-    return
+    return # up to date
   fi
   say "creating tooling venv in .venv ($("$PYTHON" --version))"
   rm -rf "$VENV"
@@ -79,4 +77,3 @@ install_venv() {
 
 install_apt
 install_venv
-say "done"
