@@ -60,6 +60,8 @@ STOP_TIMEOUT_S = 15.0
 # Cases of one instance run back to back; a short pause lets sockets in
 # TIME_WAIT and the server's own bookkeeping settle between them.
 PAUSE_BETWEEN_CASES_S = 0.3
+# Busy % of a pinned core group not explained by the server or the tool.
+NOISY_FOREIGN_PCT = 15.0
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -518,6 +520,7 @@ class Bench:
         share = tool_cpu_share(result.tool_cpu_s, result.wall_s, cores)
         bound = client_bound(result.tool_cpu_s, result.wall_s, cores)
         ok = result.ok and result.requests > 0
+        foreign = foreign_load(usage, result.tool_cpu_s / result.wall_s if result.wall_s else 0, k)
         record = {
             "kind": "measurement",
             "seq": self.seq,
@@ -551,6 +554,9 @@ class Bench:
             "tool_cpu_share": round(share, 4),
             "tool_cores": cores,
             "client_bound": bound,
+            # CPU used on the pinned cores by anything but the server and the tool.
+            "foreign_load_pct": foreign,
+            "noisy": any(v is not None and v > NOISY_FOREIGN_PCT for v in foreign.values()),
             "response": self.response_bytes.get((case.stack, case.scenario)),
             "server_alive_after": server.is_alive(),
         }
@@ -584,6 +590,12 @@ class Bench:
             f"tool cpu {record['tool_cpu_share'] * 100:.0f}%",
         ]
         flag = "  [bold yellow]CLIENT-BOUND[/]" if record["client_bound"] else ""
+        if record["noisy"]:
+            foreign = record["foreign_load_pct"]
+            flag += (
+                f"  [bold magenta]NOISY[/] (other load on server cores "
+                f"{_pct(foreign['server_cores'])}, client cores {_pct(foreign['client_cores'])})"
+            )
         color = "yellow" if errors else "green"
         return f"[{color}]✓[/] {escape(head)}  " + "  ".join(p for p in parts if p) + flag
 
@@ -610,7 +622,35 @@ class Bench:
                 self.console.print(escape(f"  {stack}: {why}"))
         if self.interrupted:
             return 130
-        return 0
+        # Skipped stacks (toolchain missing here) are listed but do not fail the run;
+        # a stack that failed a step does, after everything else was measured.
+        failed = [s for s, why in self.failed.items() if not why.startswith("skipped")]
+        return 1 if failed else 0
+
+
+def foreign_load(usage, tool_cores_used: float, knobs: Knobs) -> dict:
+    """Busy % of the pinned cores that neither the server nor the load tool explains.
+
+    Other processes (a build, another benchmark, the desktop) on the same cores
+    take time from the measured pair; above NOISY_FOREIGN_PCT the measurement is
+    flagged NOISY. The harness's own sampler runs on the client cores and stays
+    far below the threshold.
+    """
+    server = client = None
+    if usage.server_cores_busy_pct is not None and usage.cpu_mean_pct is not None:
+        server = usage.server_cores_busy_pct - usage.cpu_mean_pct / len(knobs.server_cpus)
+    if usage.client_cores_busy_pct is not None:
+        client = usage.client_cores_busy_pct - tool_cores_used * 100 / len(knobs.client_cpus)
+    if set(knobs.server_cpus) & set(knobs.client_cpus):
+        server = client = None  # shared cores: the pair itself explains the overlap
+    return {
+        "server_cores": None if server is None else round(max(0.0, server), 1),
+        "client_cores": None if client is None else round(max(0.0, client), 1),
+    }
+
+
+def _pct(value) -> str:
+    return "-" if value is None else f"{value:.0f}%"
 
 
 def install_oha(console: Console) -> None:

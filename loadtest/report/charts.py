@@ -17,7 +17,8 @@ DPI = 110
 
 
 def _colors(stacks: list[str]) -> dict[str, tuple]:
-    palette = plt.get_cmap("tab20").colors
+    # tab10's strong colours first, then tab20's lighter ones for more stacks.
+    palette = plt.get_cmap("tab10").colors + plt.get_cmap("tab20").colors[1::2]
     return {stack: palette[i % len(palette)] for i, stack in enumerate(sorted(stacks))}
 
 
@@ -176,12 +177,24 @@ def open_loop(rows: list[dict], scenario: str, path: Path) -> Path | None:
         return None
     stacks = sorted({r["stack"] for r in data})
     colors = _colors(stacks)
+    levels = sorted({r["connections"] for r in data})
+    styles = ["-", ":", "-.", (0, (5, 1))]
     fig, ax = plt.subplots(figsize=(8.5, 4.8))
     for stack in stacks:
-        points = sorted((r for r in data if r["stack"] == stack), key=lambda r: r["rate"] or 0)
-        style = CEILING_STYLE if points[0]["ceiling"] else {"color": colors[stack]}
-        ax.plot([p["rate"] for p in points], [p["latency_p99_ms"] for p in points], marker="o",
-                label=points[0]["display_name"], **style)  # fmt: skip
+        for level_index, connections in enumerate(levels):
+            points = sorted(
+                (r for r in data if r["stack"] == stack and r["connections"] == connections),
+                key=lambda r: r["rate"] or 0,
+            )
+            if not points:
+                continue
+            label = points[0]["display_name"] + (
+                f", {connections} conn." if len(levels) > 1 else ""
+            )
+            color = "black" if points[0]["ceiling"] else colors[stack]
+            ax.plot([p["rate"] for p in points], [p["latency_p99_ms"] for p in points],
+                    marker="o", color=color, linestyle=styles[level_index % len(styles)],
+                    label=label)  # fmt: skip
     ax.set_yscale("log")
     ax.xaxis.set_major_formatter(FuncFormatter(_thousands))
     ax.set_xlabel("offered load (requests/s, constant rate)")
@@ -257,7 +270,7 @@ def bytes_per_response(rows: list[dict], path: Path) -> Path | None:
     ax.invert_yaxis()
     ax.set_xlabel("bytes per response (one real request)")
     ax.set_title("Bytes per response: with tiny bodies, headers dominate")
-    ax.legend(fontsize=8, loc="lower right")
+    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
     ax.set_xlim(0, max(h + b for h, b in zip(headers, bodies)) * 1.25)
     return _save(fig, path)
 

@@ -17,6 +17,10 @@ CLIENT_BOUND_NOTE = (
     "CLIENT-BOUND marks a case where the load tool used >= 90% of its cores: the "
     "requests/s may be the tool's limit, not the server's. Compare with the nginx ceiling."
 )
+NOISY_NOTE = (
+    "NOISY marks a case where other processes used more than 15% of the pinned server "
+    "or client cores during the measurement: the host was shared, the figure is low and noisy."
+)
 SCENARIO_ORDER = ["hello", "kb1", "kb10", "kb100", "workday"]
 
 
@@ -49,6 +53,8 @@ def table_cells(row: dict) -> list[str]:
         flags.append("ceiling")
     if row["client_bound_runs"]:
         flags.append(f"CLIENT-BOUND ({row['client_bound_runs']}/{row['runs']})")
+    if row.get("noisy_runs"):
+        flags.append(f"NOISY ({row['noisy_runs']}/{row['runs']})")
     if row["failed_runs"]:
         flags.append(f"{row['failed_runs']} failed run(s)")
     if row["phase"] == "peak":
@@ -138,6 +144,36 @@ def stack_table(run: dict) -> list[list[str]]:
     return rows
 
 
+HEADROOM_TARGET = 1.5
+HEADROOM_HEAD = ["scenario", "conn", "tool", "best stack", "its req/s", "ceiling req/s", "ratio"]
+
+
+def headroom(rows: list[dict]) -> list[list[str]]:
+    """Ceiling / best stack per closed-loop case: how much room the harness had."""
+    table = []
+    cases = sorted({(r["scenario"], r["connections"], r["tool"]) for r in rows
+                    if r["ceiling"] and not r["rate_spec"] and r["cpu_quota"] is None})  # fmt: skip
+    for scenario, connections, tool in cases:
+        same = [r for r in rows if (r["scenario"], r["connections"], r["tool"]) == (scenario, connections, tool)
+                and not r["rate_spec"] and r["cpu_quota"] is None and r["rps_median"]]  # fmt: skip
+        ceiling = next((r for r in same if r["ceiling"]), None)
+        stacks = [r for r in same if not r["ceiling"]]
+        if not ceiling or not stacks:
+            continue
+        best = max(stacks, key=lambda r: r["rps_median"])
+        ratio = ceiling["rps_median"] / best["rps_median"]
+        mark = "" if ratio >= HEADROOM_TARGET else " (below 1.5: stacks near the harness limit)"
+        table.append([scenario, str(connections), tool, best["display_name"],
+                      fmt(best["rps_median"]), fmt(ceiling["rps_median"]), f"{ratio:.2f}x{mark}"])  # fmt: skip
+    return table
+
+
+HEADROOM_NOTE = (
+    "Headroom: the nginx ceiling's requests/s divided by the best stack's, same scenario, "
+    "connections, tool and cores. Below 1.5 the fastest stacks are close to what this "
+    "harness can measure on this host, and their differences mean little."
+)
+
 # ------------------------------------------------------------------ markdown
 
 
@@ -153,12 +189,22 @@ def md_table(head: list[str], rows: list[list[str]]) -> str:
 def markdown(rows: list[dict], outcomes: dict, run: dict, charts: dict[str, list[Path]]) -> str:
     out = [f"# serverlab results: {run.get('run_id', '')}", ""]
     out += [f"- **{k}**: {v}" for k, v in run_facts(run)]
-    out += ["", "## Notes", "", f"- {CO_NOTE}", f"- {CLIENT_BOUND_NOTE}",
+    out += ["", "## Notes", "", f"- {CO_NOTE}", f"- {CLIENT_BOUND_NOTE}", f"- {NOISY_NOTE}",
             "- Statistics: median over the runs; CV = coefficient of variation of requests/s; "
             "`summary.csv` also has the mean of the middle runs (highest and lowest dropped)."]  # fmt: skip
     notes = stack_notes(outcomes, run)
     if notes:
         out += ["", "## Stacks with problems", ""] + [f"- {n}" for n in notes]
+    room = headroom(rows)
+    if room:
+        out += [
+            "",
+            "## Headroom of the harness",
+            "",
+            HEADROOM_NOTE,
+            "",
+            md_table(HEADROOM_HEAD, room),
+        ]
     for scenario, group in scenario_groups(rows):
         out += ["", f"## {scenario}", "", md_table(TABLE_HEAD, [table_cells(r) for r in group])]
         for chart in charts.get(scenario, []):
@@ -223,8 +269,15 @@ def html_report(rows: list[dict], outcomes: dict, run: dict, charts: dict[str, l
     body.append(f'<table class="facts">{facts}</table>')
     body.append(f'<div class="note">{html.escape(CO_NOTE)}</div>')
     body.append(f'<div class="note">{html.escape(CLIENT_BOUND_NOTE)}</div>')
+    if any(r.get("noisy_runs") for r in rows):
+        body.append(f'<div class="problem">{html.escape(NOISY_NOTE)}</div>')
     for note in stack_notes(outcomes, run):
         body.append(f'<div class="problem">{html.escape(note)}</div>')
+    room = headroom(rows)
+    if room:
+        body.append("<h2>Headroom of the harness</h2>")
+        body.append(f"<p>{html.escape(HEADROOM_NOTE)}</p>")
+        body.append(_html_table(HEADROOM_HEAD, room))
     if run.get("status") == "interrupted":
         body.append('<div class="problem">This run was interrupted: the tables show what was '
                     "measured before it stopped.</div>")  # fmt: skip

@@ -22,7 +22,7 @@ COLUMNS = [
     "requests", *[f"errors_{kind}" for kind in ERROR_KINDS], "errors_total", "error_rate",
     "mb_per_s", "bytes_per_response", "header_bytes", "body_bytes", "server_header",
     "server_cpu_mean_pct", "server_cpu_peak_pct", "rss_peak_mb",
-    "tool_cpu_pct", "client_bound_runs", "ceiling_rps", "share_of_ceiling", "problems",
+    "tool_cpu_pct", "client_bound_runs", "noisy_runs", "ceiling_rps", "share_of_ceiling", "problems",
 ]  # fmt: skip
 
 
@@ -59,9 +59,10 @@ def measurement_rows(records: list[dict]) -> list[dict]:
 
 
 def sort_key(row: dict):
+    """Closed-loop rows first, then by quota, connections, rate; fastest stack first."""
     return (
-        row["scenario"], row["tool"], row["phase"], row["cpu_quota"] or 0,
-        row["rate"] or 0, row["connections"], row["ceiling"], -(row["rps_median"] or 0),
+        row["scenario"], bool(row["rate_spec"]), row["tool"], row["cpu_quota"] or 0,
+        row["connections"], row["rate"] or 0, row["ceiling"], -(row["rps_median"] or 0),
     )  # fmt: skip
 
 
@@ -116,6 +117,7 @@ def aggregate(group: list[dict]) -> dict:
     row["rss_peak_mb"] = _round(rss / 2**20, 1) if rss else None
     row["tool_cpu_pct"] = _round(_median(r.get("tool_cpu_share", 0) * 100 for r in ok), 1)
     row["client_bound_runs"] = sum(1 for r in ok if r.get("client_bound"))
+    row["noisy_runs"] = sum(1 for r in ok if r.get("noisy"))
     problems = sorted({r.get("problem") for r in group if r.get("problem")})
     row["problems"] = "; ".join(problems)[:300]
     row["ceiling_rps"] = None
@@ -125,15 +127,16 @@ def aggregate(group: list[dict]) -> dict:
 
 def attach_ceiling(rows: list[dict]) -> None:
     """Each stack row gets the ceiling measured with the same scenario, connections and tool."""
+    # The wrk peak runs of the latency profile are closed-loop wrk runs too.
     ceilings = {
-        (r["scenario"], r["connections"], r["tool"], r["phase"], r["rate_spec"]): r["rps_median"]
+        (r["scenario"], r["connections"], r["tool"], r["rate_spec"]): r["rps_median"]
         for r in rows
-        if r["ceiling"]
+        if r["ceiling"] and not r["rate_spec"]
     }
     for row in rows:
-        ceiling = ceilings.get(
-            (row["scenario"], row["connections"], row["tool"], row["phase"], row["rate_spec"])
-        )
+        if row["rate_spec"]:
+            continue  # open loop: the offered rate, not the server, sets requests/s
+        ceiling = ceilings.get((row["scenario"], row["connections"], row["tool"], row["rate_spec"]))
         row["ceiling_rps"] = ceiling
         if ceiling and row["rps_median"] is not None:
             row["share_of_ceiling"] = round(row["rps_median"] / ceiling, 4)

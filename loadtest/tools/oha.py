@@ -109,7 +109,9 @@ def parse_output(stdout: str, stderr: str = "", exit_code: int = 0) -> LoadResul
                 curve.append([float(key[1:]), seconds * 1000])
         curve.sort()
         result.latency_curve = curve
-        by_key = {key: seconds * 1000 for key, seconds in percentiles.items() if seconds is not None}
+        by_key = {
+            key: seconds * 1000 for key, seconds in percentiles.items() if seconds is not None
+        }
         result.latency_ms = {
             "mean": summary["average"] * 1000,
             "stdev": None,  # oha's JSON has no latency standard deviation
