@@ -37,7 +37,9 @@ LOADGEN_DOCKERFILE = REPO_ROOT / "docker" / "loadgen" / "Dockerfile"
 IMAGE_PREFIX = "serverlab/"
 PROJECT = "serverlab"
 # 10,000 connections need as many descriptors, plus files and listeners.
-NOFILE = 65536
+# A container cannot go above the Docker daemon's own hard limit; 20,000 fits
+# hosts whose daemon runs with a 20,000 limit and cannot raise it.
+NOFILE = 20000
 STOP_GRACE_S = 15
 
 ARG_LINE = re.compile(r"^\s*ARG\s+([A-Za-z_][A-Za-z0-9_]*)=(\S+)\s*$")
@@ -74,6 +76,33 @@ def base_image_args(dockerfile: Path) -> dict[str, str]:
             args[match.group(1)] = match.group(2).strip("\"'")
     froms = "\n".join(line for line in lines if FROM_LINE.match(line))
     return {k: v for k, v in args.items() if f"${{{k}}}" in froms or f"${k}" in froms.split()}
+
+
+def stage_names(dockerfile: Path) -> set[str]:
+    """Names given to stages (`FROM ... AS name`) in a Dockerfile."""
+    if not dockerfile.is_file():
+        return set()
+    names = set()
+    for line in dockerfile.read_text(encoding="utf-8").splitlines():
+        words = line.split()
+        if FROM_LINE.match(line) and len(words) >= 4 and words[-2].upper() == "AS":
+            names.add(words[-1])
+    return names
+
+
+def official_base_images(dockerfile: Path) -> dict[str, str]:
+    """Base-image ARGs whose default is an image (not one of the file's own stages)."""
+    stages = stage_names(dockerfile)
+    return {k: v for k, v in base_image_args(dockerfile).items() if v not in stages}
+
+
+def arg_default(dockerfile: Path, name: str) -> str | None:
+    """The default of `ARG name=value` anywhere in a Dockerfile."""
+    for line in dockerfile.read_text(encoding="utf-8").splitlines():
+        match = ARG_LINE.match(line)
+        if match and match.group(1) == name:
+            return match.group(2).strip("\"'")
+    return None
 
 
 def env_name(service: str, arg: str) -> str:

@@ -83,9 +83,19 @@ cmd_start() {
   clear_stale_system_pid
   mkdir -p "$STATE_DIR"
   say "starting dockerd --iptables=false --bridge=none (log: $LOG_FILE)"
+  # A container's nofile ulimit cannot exceed the daemon's own hard limit.
+  # Docker's systemd unit raises it to the kernel maximum (LimitNOFILE=
+  # infinity); do the same where allowed (needs CAP_SYS_RESOURCE), else keep
+  # this shell's limit, which must cover the compose file's nofile value.
+  local nofile
+  nofile="$(cat /proc/sys/fs/nr_open 2>/dev/null || echo 1048576)"
   # setsid: the daemon is not in our process group, so Ctrl-C in make does
   # not kill it half-way; `stop` (or the `run` trap) ends it by PID.
-  setsid dockerd --iptables=false --bridge=none >"$LOG_FILE" 2>&1 </dev/null &
+  (
+    ulimit -Hn "$nofile" 2>/dev/null || true
+    ulimit -Sn "$(ulimit -Hn)"
+    exec setsid dockerd --iptables=false --bridge=none
+  ) >"$LOG_FILE" 2>&1 </dev/null &
   local pid=$!
   echo "$pid $(start_time "$pid")" >"$PID_FILE"
   local waited=0
@@ -104,7 +114,7 @@ cmd_start() {
     sleep 0.5
     waited=$((waited + 1))
   done
-  say "dockerd is up (PID $pid)"
+  say "dockerd is up (PID $pid, open files limit $(awk '/Max open files/ {print $5}' "/proc/$pid/limits"))"
 }
 
 cmd_stop() {

@@ -30,6 +30,8 @@ and a recipe digest: an image whose recipe is unchanged is not rebuilt.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import fcntl
 import glob
 import hashlib
 import json
@@ -54,6 +56,9 @@ HOST_CA = Path(os.environ.get("SERVERLAB_HOST_CA", "/etc/ssl/certs/ca-certificat
 DEBIAN_MIRROR = os.environ.get("SERVERLAB_DEBIAN_MIRROR", "http://deb.debian.org/debian")
 PYENV_ROOT = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv"))
 RUSTUP_HOME = Path(os.environ.get("RUSTUP_HOME", Path.home() / ".rustup"))
+# Part of every recipe digest: bump it when a change to this script changes
+# what a stand-in contains (recipe Dockerfiles are hashed by content).
+RECIPE_VERSION = "1"
 # The Debian suite whose OpenJDK package is each Java major; others fail clearly.
 JDK_SUITES = {"17": "bookworm", "21": "trixie", "25": "trixie"}
 
@@ -114,8 +119,8 @@ class Recipe:
     suite: str = "bookworm"  # the Debian stand-in it is built on
 
     def digest(self) -> str:
-        parts: list = [Path(__file__), self.official, self.content, self.suite,
-                       json.dumps(self.build_args)]  # fmt: skip
+        parts: list = [RECIPE_VERSION, self.official, self.content, self.suite,
+                       json.dumps(self.build_args), DEBIAN_MIRROR]  # fmt: skip
         if self.dockerfile:
             parts.append(HERE / self.dockerfile)
         parts.extend(self.inputs)
@@ -155,6 +160,8 @@ def recipe_for(ref: str) -> Recipe | None:
         return jdk_recipe(ref, tag, f"temurin-{kind}.Dockerfile", f"OpenJDK {kind.upper()} from Debian")
     if name == "rust":
         return rust_recipe(ref, tag)
+    if name == "oha":
+        return oha_recipe(ref, tag)
     if name.startswith("docker/dockerfile"):
         raise StandinError(
             f"{ref}: a `# syntax=` line makes BuildKit pull its frontend image; remove it "
@@ -256,6 +263,32 @@ def rust_recipe(ref: str, tag: str) -> Recipe:
     )
 
 
+def oha_recipe(ref: str, tag: str) -> Recipe:
+    """Not an official image: the loadgen's oha stage, from the harness's cached build.
+
+    scripts/install-oha.sh builds oha with `cargo install --locked` at the
+    same exact version as the loadgen's oha-build stage (and reuses it when
+    present), so CI compiles oha once per machine instead of twice.
+    """
+    result = subprocess.run(
+        ["bash", str(REPO_ROOT / "scripts" / "install-oha.sh")],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "OHA_VERSION": tag},
+    )
+    if result.returncode != 0:
+        raise StandinError(f"{ref}: scripts/install-oha.sh failed: {result.stderr.strip()[-800:]}")
+    binary = Path(result.stdout.strip().splitlines()[-1])
+    return Recipe(
+        ref,
+        f"{PREFIX}oha:{tag}",
+        f"oha {tag} (cargo install --locked, built by scripts/install-oha.sh on this host)",
+        "oha.Dockerfile",
+        inputs=[binary],
+        context={"oha": binary},
+    )
+
+
 # ---------------------------------------------------------------- building
 
 
@@ -329,7 +362,10 @@ def build_toolchain(recipe: Recipe, digest: str) -> None:
         else:
             (context / "host-ca.crt").write_text("")
         for name, source in recipe.context.items():
-            copy_tree(name, source, context / name)
+            if source.is_file():
+                shutil.copy(source, context / name)
+            else:
+                copy_tree(name, source, context / name)
         if "PYTHON_MINOR" in recipe.build_args:
             # bin/ holds the host's console scripts; only the interpreter is wanted.
             binary = f"bin/python{recipe.build_args['PYTHON_MINOR']}"
@@ -393,6 +429,20 @@ def go_toolchain(version: str) -> Path:
     return Path(json.loads(result.stdout)["Dir"])
 
 
+@contextlib.contextmanager
+def build_lock():
+    """One stand-in build at a time on this machine; a second caller waits, then reuses."""
+    path = Path(os.environ.get("SERVERLAB_CACHE", Path.home() / ".cache" / "serverlab")) / "standins.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            log(f"another stand-in build is running; waiting for it ({path})")
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+
+
 # ---------------------------------------------------------------- Dockerfile ARGs
 
 
@@ -434,8 +484,9 @@ def main(argv: list[str] | None = None) -> int:
             wanted.extend(base_image_args(Path(path)).values())
     mapping = {}
     try:
-        for ref in dict.fromkeys(wanted):
-            mapping[ref] = ensure(ref, force=args.force)
+        with build_lock():
+            for ref in dict.fromkeys(wanted):
+                mapping[ref] = ensure(ref, force=args.force)
     except (StandinError, subprocess.CalledProcessError) as exc:
         log(f"error: {exc}")
         return 1

@@ -92,7 +92,7 @@ def test_limits_env_maps_the_runner_limits():
 
 def test_base_images_are_build_args_with_exact_official_tags():
     for dockerfile in [compose.dockerfile_path(m) for m in load_all()] + [compose.LOADGEN_DOCKERFILE]:
-        args = compose.base_image_args(dockerfile)
+        args = compose.official_base_images(dockerfile)
         froms = [ln for ln in dockerfile.read_text().splitlines() if compose.FROM_LINE.match(ln)]
         for line in froms:
             image = line.split()[1]
@@ -112,13 +112,17 @@ def test_base_image_args_reads_global_args_used_by_from(tmp_path):
     dockerfile = tmp_path / "Dockerfile"
     dockerfile.write_text(
         "# comment\nARG BUILD_IMAGE=golang:1.26.8-bookworm\nARG UNUSED=x:1\n"
-        "ARG RUNTIME=debian:bookworm-20250610-slim\n"
-        "FROM ${BUILD_IMAGE} AS build\nARG LATER=ignored:1\nFROM $RUNTIME\n"
+        "ARG RUNTIME=debian:bookworm-20250610-slim\nARG TOOL_IMAGE=tool-build\n"
+        "FROM ${BUILD_IMAGE} AS tool-build\nFROM ${TOOL_IMAGE} AS tool\n"
+        "ARG LATER=ignored:1\nFROM $RUNTIME\n"
     )
     assert compose.base_image_args(dockerfile) == {
         "BUILD_IMAGE": "golang:1.26.8-bookworm",
         "RUNTIME": "debian:bookworm-20250610-slim",
+        "TOOL_IMAGE": "tool-build",
     }
+    assert "TOOL_IMAGE" not in compose.official_base_images(dockerfile)
+    assert compose.arg_default(dockerfile, "LATER") == "ignored:1"
     assert compose.env_name("spring-webflux", "BUILD_IMAGE") == "SPRING_WEBFLUX_BUILD_IMAGE"
 
 

@@ -1,0 +1,160 @@
+"""CPU and memory limits on real containers (needs a Docker daemon and a built image).
+
+SERVER_CPU_QUOTA=0.5 must give a CFS quota of half a CPU and keep the
+server's measured CPU near 50% under load; SERVER_MEMORY=256m must show as
+the container's memory limit; SERVER_CPUS pins the cpuset and sets WORKERS.
+Skipped without a daemon, except under `make docker-smoke`
+(SERVERLAB_DOCKER_TESTS=1), where a missing daemon or image fails.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+
+import pytest
+
+from loadtest import manifest as manifests
+from loadtest.docker import (
+    DockerRunner,
+    compose_problem,
+    daemon_problem,
+    docker,
+    image_id,
+)
+from loadtest.metrics import UsageSampler
+from loadtest.runner import Limits
+
+REQUIRED = os.environ.get("SERVERLAB_DOCKER_TESTS") == "1"
+# Stacks that saturate any CPU share they get with little start-up cost.
+PREFERRED = ("go-nethttp", "gin", "bjoern", "sanic")
+MiB = 1024**2
+
+
+def need_docker() -> None:
+    problem = daemon_problem() or compose_problem()
+    if problem:
+        if REQUIRED:
+            pytest.fail(problem)
+        pytest.skip(problem)
+
+
+def built_stack() -> manifests.Manifest:
+    """A stack whose image exists (SERVERLAB_DOCKER_STACKS first)."""
+    listed = [s for s in os.environ.get("SERVERLAB_DOCKER_STACKS", "").split(",") if s]
+    candidates = [s for s in PREFERRED if s in listed] + listed + list(PREFERRED)
+    for name in dict.fromkeys(candidates):
+        if name in manifests.stack_names() and image_id(f"serverlab/{name}"):
+            return manifests.load(name)
+    message = "no stack image built (make docker-smoke builds them)"
+    if REQUIRED:
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+@pytest.fixture(scope="module")
+def stack():
+    need_docker()
+    return built_stack()
+
+
+def load(url: str, seconds: int) -> None:
+    """Keep the server busy: wrk in the loadgen container, else wrk on the host."""
+    if image_id("serverlab/loadgen"):
+        with DockerRunner().load_client() as client, pytest.MonkeyPatch.context():
+            code, out, err, _, _ = client.run_tool(
+                ["wrk", "-t2", "-c32", f"-d{seconds}s", url], _raw_prefix(), seconds + 30
+            )
+        assert code == 0, err or out
+        return
+    if shutil.which("wrk") is None:
+        pytest.skip("no load tool: neither the loadgen image nor wrk on the host")
+    import subprocess
+
+    subprocess.run(["wrk", "-t2", "-c32", f"-d{seconds}s", url], check=True, capture_output=True)
+
+
+def _raw_prefix():
+    import tempfile
+    from pathlib import Path
+
+    return Path(tempfile.mkdtemp(prefix="serverlab-docker-test-")) / "wrk"
+
+
+def test_cpu_quota_half_a_cpu_is_enforced_and_measured(stack):
+    runner = DockerRunner()
+    server = runner.start(stack, Limits(cpu_quota=0.5))
+    with server:
+        server.wait_ready(60)
+        applied = server.applied_limits()
+        assert applied["cfs_quota_us"] == 50_000
+        assert applied["cfs_period_us"] == 100_000
+        assert applied["cpus"] == pytest.approx(0.5)
+        host = server.inspect()["HostConfig"]
+        assert host["NanoCpus"] == 500_000_000
+
+        sampler = UsageSampler(server.pids)
+        before = server.sample()
+        sampler.start()
+        load(server.base_url + "/", seconds=6)
+        usage = sampler.stop()
+        after = server.sample()
+        cgroup_pct = (after["cpu_ns"] - before["cpu_ns"]) / 1e9 / (after["time"] - before["time"]) * 100
+        # The harness's own figure (psutil over the container's processes)
+        # and the cgroup's agree, and both sit at the quota: not above it,
+        # and not far below (the load keeps the server busy).
+        assert 35 <= usage.cpu_mean_pct <= 56, f"reported CPU {usage.cpu_mean_pct:.1f}%"
+        assert 35 <= cgroup_pct <= 56, f"cgroup CPU {cgroup_pct:.1f}%"
+        server.stop()
+
+
+def test_memory_limit_shows_in_the_container_cgroup(stack):
+    runner = DockerRunner()
+    server = runner.start(stack, Limits(memory=256 * MiB))
+    with server:
+        server.wait_ready(60)
+        assert server.applied_limits()["memory_limit_bytes"] == 256 * MiB
+        assert server.inspect()["HostConfig"]["Memory"] == 256 * MiB
+        sample = server.sample()
+        assert 0 < sample["memory_bytes"] < 256 * MiB
+        server.stop()
+
+
+def test_no_limits_means_none_applied(stack):
+    server = DockerRunner().start(stack, Limits())
+    with server:
+        server.wait_ready(60)
+        applied = server.applied_limits()
+        assert applied["cfs_quota_us"] is None
+        assert applied["memory_limit_bytes"] is None
+        env = server.inspect()["Config"]["Env"]
+        assert not any(e.startswith("WORKERS=") for e in env)
+        server.stop()
+
+
+def test_server_cpus_pin_the_cpuset_and_set_workers(stack):
+    cpu = (os.cpu_count() or 1) - 1
+    server = DockerRunner().start(stack, Limits(cpus=(cpu,)))
+    with server:
+        server.wait_ready(60)
+        assert server.applied_limits()["cpuset"] == str(cpu)
+        assert f"WORKERS=1" in server.inspect()["Config"]["Env"]
+        for pid in server.pids():
+            allowed = os.sched_getaffinity(pid)
+            assert allowed == {cpu}, f"PID {pid} may run on {allowed}"
+        server.stop()
+
+
+def test_pids_are_the_container_processes(stack):
+    server = DockerRunner().start(stack, Limits())
+    with server:
+        server.wait_ready(60)
+        pids = server.pids()
+        assert pids, "no processes found in the container's cgroup"
+        assert server.inspect()["State"]["Pid"] in pids
+        assert server.is_alive()
+        code = server.stop()
+        assert code in (0, 130, 143)
+        assert not docker("ps", "--quiet", "--filter", f"id={server.container_id}").stdout.strip()
+    time.sleep(0.1)
