@@ -76,6 +76,16 @@ report: bootstrap ## Regenerate tables, charts and report.html of a run: make re
 	@test -n "$(RUN)" || { echo "usage: make report RUN=<run-id>  (see results/)"; exit 2; }
 	@$(HARNESS) report $(RUN)
 
+.PHONY: new-server
+new-server: bootstrap ## Create servers/<name>/ from a template, a stub answering 501: make new-server NAME=x LANG=go|python|java|csharp|other
+	@test -n "$(NAME)" -a "$(origin LANG)" = "command line" || { echo "usage: make new-server NAME=<name> LANG=<go|python|java|csharp|other> [DISPLAY_NAME='...']  (LANG on the make command line; see docs/adding-a-server.md)"; exit 2; }
+	@LANG=C.UTF-8 $(HARNESS) new-server '$(NAME)' --lang '$(LANG)' $(if $(DISPLAY_NAME),--display-name '$(DISPLAY_NAME)')
+
+.PHONY: lab
+lab: bootstrap ## Run a teaching lab's measurements and print where its report is: make lab LAB=1..5 (docs/labs/)
+	@test -n "$(LAB)" || { $(HARNESS) lab --list; exit 2; }
+	@$(HARNESS) lab '$(LAB)'
+
 .PHONY: calendar
 calendar: bootstrap ## Regenerate contracts/calendar from exchange-calendars (XSHG)
 	@$(PY) contracts/calendar/generate.py
