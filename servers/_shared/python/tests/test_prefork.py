@@ -68,8 +68,11 @@ def alive(pid):
     except ProcessLookupError:
         return False
     # A zombie is dead too; its parent will reap it.
-    with open(f"/proc/{pid}/stat") as stat:
-        return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
 
 
 def group_members(pgid):
