@@ -143,7 +143,9 @@ def stack_service(manifest: Manifest) -> dict:
         "build": build_section(manifest.name, dockerfile_path(manifest)),
         "profiles": [manifest.name, "servers"],
         "environment": {
-            "PORT": str(manifest.port),
+            # The manifest's port; <SERVICE>_PORT moves it (the harness's tests
+            # use a free port so they never clash with a stack already running).
+            "PORT": f"${{{env_name(manifest.name, 'PORT')}:-{manifest.port}}}",
             # Loopback only: the host network would otherwise expose the stack
             # on every interface of the machine.
             "HOST": "${SERVER_HOST:-127.0.0.1}",

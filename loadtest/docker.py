@@ -248,11 +248,7 @@ class DockerRunner:
         return self.build_service(manifest.name, compose_file.dockerfile_path(manifest))
 
     def start(self, manifest: Manifest, limits: Limits, port: int | None = None) -> DockerServer:
-        if port not in (None, manifest.port):
-            raise StepError(
-                manifest.name, "start", f"the Docker runner serves on the manifest port {manifest.port}"
-            )
-        return DockerServer(manifest, limits)
+        return DockerServer(manifest, limits, port or manifest.port)
 
     def versions(self, manifest: Manifest) -> dict:
         info = {"runner": "docker", "image": compose_file.image_name(manifest.name)}
@@ -350,6 +346,15 @@ def image_id(image: str) -> str | None:
     return result.stdout.strip() if result.returncode == 0 else None
 
 
+def free_port() -> int:
+    """A TCP port nothing listens on right now (for tests on a shared machine)."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
 def port_in_use(port: int) -> bool:
     import socket
 
@@ -422,10 +427,10 @@ class Container:
 class DockerServer(Container):
     """One stack's container, started by compose with the given limits."""
 
-    def __init__(self, manifest: Manifest, limits: Limits) -> None:
+    def __init__(self, manifest: Manifest, limits: Limits, port: int | None = None) -> None:
         self.manifest = manifest
         self.service = manifest.name
-        self.port = manifest.port
+        self.port = port or manifest.port
         self.base_url = f"http://127.0.0.1:{self.port}"
         self.limits = limits
         if port_in_use(self.port):
@@ -435,7 +440,9 @@ class DockerServer(Container):
                 f"port {self.port} is already in use on 127.0.0.1; stop whatever listens there "
                 f"(e.g. `ss -ltnp 'sport = :{self.port}'` or `make down`)",
             )
-        self._up(limits_env(limits), manifest.name)
+        env = limits_env(limits)
+        env[compose_file.env_name(manifest.name, "PORT")] = str(self.port)
+        self._up(env, manifest.name)
 
     def wait_ready(self, timeout: float = 60.0) -> float:
         started = time.monotonic()

@@ -39,7 +39,7 @@ def test_every_stack_has_a_service_on_its_port():
     services = compose.model()["services"]
     for manifest in load_all():
         service = services[manifest.name]
-        assert service["environment"]["PORT"] == str(manifest.port)
+        assert service["environment"]["PORT"] == f"${{{compose.env_name(manifest.name, 'PORT')}:-{manifest.port}}}"
         assert service["image"] == f"serverlab/{manifest.name}"
         assert service["build"]["dockerfile"] == f"servers/{manifest.name}/Dockerfile"
     assert "loadgen" in services
@@ -92,6 +92,8 @@ def test_limits_env_maps_the_runner_limits():
 
 def test_base_images_are_build_args_with_exact_official_tags():
     for dockerfile in [compose.dockerfile_path(m) for m in load_all()] + [compose.LOADGEN_DOCKERFILE]:
+        if not dockerfile.is_file():
+            continue  # the manifest tests report a missing Dockerfile
         args = compose.official_base_images(dockerfile)
         froms = [ln for ln in dockerfile.read_text().splitlines() if compose.FROM_LINE.match(ln)]
         for line in froms:

@@ -21,6 +21,7 @@ from loadtest.docker import (
     compose_problem,
     daemon_problem,
     docker,
+    free_port,
     image_id,
 )
 from loadtest.metrics import UsageSampler
@@ -84,7 +85,7 @@ def _raw_prefix():
 
 def test_cpu_quota_half_a_cpu_is_enforced_and_measured(stack):
     runner = DockerRunner()
-    server = runner.start(stack, Limits(cpu_quota=0.5))
+    server = runner.start(stack, port=free_port(), limits=Limits(cpu_quota=0.5))
     with server:
         server.wait_ready(60)
         applied = server.applied_limits()
@@ -106,23 +107,21 @@ def test_cpu_quota_half_a_cpu_is_enforced_and_measured(stack):
         # and not far below (the load keeps the server busy).
         assert 35 <= usage.cpu_mean_pct <= 56, f"reported CPU {usage.cpu_mean_pct:.1f}%"
         assert 35 <= cgroup_pct <= 56, f"cgroup CPU {cgroup_pct:.1f}%"
-        server.stop()
 
 
 def test_memory_limit_shows_in_the_container_cgroup(stack):
     runner = DockerRunner()
-    server = runner.start(stack, Limits(memory=256 * MiB))
+    server = runner.start(stack, port=free_port(), limits=Limits(memory=256 * MiB))
     with server:
         server.wait_ready(60)
         assert server.applied_limits()["memory_limit_bytes"] == 256 * MiB
         assert server.inspect()["HostConfig"]["Memory"] == 256 * MiB
         sample = server.sample()
         assert 0 < sample["memory_bytes"] < 256 * MiB
-        server.stop()
 
 
 def test_no_limits_means_none_applied(stack):
-    server = DockerRunner().start(stack, Limits())
+    server = DockerRunner().start(stack, port=free_port(), limits=Limits())
     with server:
         server.wait_ready(60)
         applied = server.applied_limits()
@@ -130,12 +129,11 @@ def test_no_limits_means_none_applied(stack):
         assert applied["memory_limit_bytes"] is None
         env = server.inspect()["Config"]["Env"]
         assert not any(e.startswith("WORKERS=") for e in env)
-        server.stop()
 
 
 def test_server_cpus_pin_the_cpuset_and_set_workers(stack):
     cpu = (os.cpu_count() or 1) - 1
-    server = DockerRunner().start(stack, Limits(cpus=(cpu,)))
+    server = DockerRunner().start(stack, port=free_port(), limits=Limits(cpus=(cpu,)))
     with server:
         server.wait_ready(60)
         assert server.applied_limits()["cpuset"] == str(cpu)
@@ -143,11 +141,10 @@ def test_server_cpus_pin_the_cpuset_and_set_workers(stack):
         for pid in server.pids():
             allowed = os.sched_getaffinity(pid)
             assert allowed == {cpu}, f"PID {pid} may run on {allowed}"
-        server.stop()
 
 
 def test_pids_are_the_container_processes(stack):
-    server = DockerRunner().start(stack, Limits())
+    server = DockerRunner().start(stack, port=free_port(), limits=Limits())
     with server:
         server.wait_ready(60)
         pids = server.pids()
