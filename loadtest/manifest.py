@@ -55,6 +55,7 @@ class Manifest:
     native: dict
     docker: dict
     tuning: list = field(default_factory=list)
+    known_failures: list = field(default_factory=list)
 
     @property
     def build_dir(self) -> Path:
@@ -73,6 +74,7 @@ class Manifest:
             "port": self.port,
             "concurrency": dict(self.concurrency),
             "tuning": list(self.tuning),
+            "known_failures": list(self.known_failures),
         }
 
 
@@ -102,6 +104,7 @@ def load(name: str, servers_dir: Path = SERVERS_DIR) -> Manifest:
         name=name,
         folder=folder,
         tuning=data.get("tuning", []),
+        known_failures=data.get("known_failure", []),
         **{key: data[key] for key in REQUIRED_TOP},
         **{key: data[key] for key in REQUIRED_TABLES},
     )
@@ -147,6 +150,9 @@ def validate_data(data: dict) -> list[str]:
         for i, entry in enumerate(tuning):
             if not (isinstance(entry, dict) and entry.get("setting") and entry.get("why")):
                 problems.append(f"[[tuning]] entry {i + 1} needs 'setting' and 'why'")
+    for i, entry in enumerate(data.get("known_failure", [])):
+        if not (isinstance(entry, dict) and entry.get("check") and entry.get("why")):
+            problems.append(f"[[known_failure]] entry {i + 1} needs 'check' and 'why'")
     return problems
 
 
@@ -164,6 +170,14 @@ def validate_all(servers_dir: Path = SERVERS_DIR) -> list[str]:
         for required in (manifest.docker["dockerfile"], "README.md"):
             if not (manifest.folder / required).is_file():
                 problems.append(f"{stack}: missing {required}")
+        readme = (manifest.folder / "README.md").read_text(encoding="utf-8", errors="replace") if (
+            manifest.folder / "README.md"
+        ).is_file() else ""
+        for entry in manifest.known_failures:
+            if f"`{entry['check']}`" not in readme:
+                problems.append(
+                    f"{stack}: known failure `{entry['check']}` must be explained in its README.md"
+                )
         if manifest.port in ports:
             problems.append(f"{stack}: port {manifest.port} already used by {ports[manifest.port]}")
         ports[manifest.port] = stack

@@ -269,7 +269,9 @@ def _head(ctx: Context, target: str) -> str:
     """HEAD: GET's status and headers, Content-Length of GET's body, no body.
 
     "No body" is proved on the wire: the same connection then carries a
-    clean response to another request.
+    clean response to another request, or, when the server announced
+    `Connection: close` (gunicorn's sync workers do on every response),
+    nothing at all arrives before the close.
     """
     get = ctx.fetch(target)
     with ctx.connect() as conn:
@@ -281,6 +283,14 @@ def _head(ctx: Context, target: str) -> str:
                 f"got {len(conn.buffer)} bytes {expect.show(bytes(conn.buffer))}"
             )
             require(problems)
+        if head.will_close:
+            closed, extra = conn.drain_until_close(CLOSE_GRACE * 5)
+            if extra:
+                problems.append(f"expected no body after HEAD, got {len(extra)} bytes")
+            elif not closed:
+                problems.append("announced Connection: close after HEAD but kept the connection open")
+            require(problems)
+            return f"{head.status}, Content-Length {head.header('Content-Length')}, no body (closed)"
         try:
             follow = conn.request("GET", FOLLOW_UP[0], ctx.host_header)
         except ConnectionClosed as exc:

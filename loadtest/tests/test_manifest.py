@@ -99,10 +99,56 @@ def to_toml(data: dict) -> str:
     for key, v in data.items():
         if isinstance(v, dict):
             tables.append(f"[{key}]\n" + "".join(f"{k} = {value(x)}\n" for k, x in v.items()))
-        elif key == "tuning":
-            tables += ["[[tuning]]\n" + "".join(f"{k} = {value(x)}\n" for k, x in e.items()) for e in v]
+        elif key in ("tuning", "known_failure"):
+            tables += [f"[[{key}]]\n" + "".join(f"{k} = {value(x)}\n" for k, x in e.items()) for e in v]
         else:
             lines.append(f"{key} = {value(v)}")
     text = "\n".join(lines) + "\n\n" + "\n".join(tables)
     assert tomllib.loads(text) == data
     return text
+
+
+def test_known_failure_needs_a_reason():
+    data = copy.deepcopy(GOOD)
+    data["known_failure"] = [{"check": "keep-alive"}]
+    assert "[[known_failure]] entry 1 needs 'check' and 'why'" in manifests.validate_data(data)
+
+
+def test_known_failure_must_be_explained_in_the_readme(tmp_path):
+    folder = tmp_path / "sync"
+    folder.mkdir()
+    data = copy.deepcopy(GOOD)
+    data["known_failure"] = [{"check": "keep-alive", "why": "closes every connection"}]
+    (folder / "server.toml").write_text(to_toml(data))
+    (folder / "Dockerfile").write_text("FROM scratch\n")
+    (folder / "README.md").write_text("# sync\nNo keep-alive here.\n")
+    assert manifests.validate_all(tmp_path) == [
+        "sync: known failure `keep-alive` must be explained in its README.md"
+    ]
+    (folder / "README.md").write_text("# sync\n`keep-alive` fails: one request per connection.\n")
+    assert manifests.validate_all(tmp_path) == []
+
+
+def test_only_listed_checks_are_excused():
+    from loadtest.check import apply_known_failures
+
+    stack = manifests.Manifest(
+        **{k: v for k, v in GOOD.items() if k != "tuning"},
+        name="sync",
+        folder=manifests.SERVERS_DIR,
+        tuning=GOOD["tuning"],
+        known_failures=[{"check": "keep-alive", "why": "closes every connection"}],
+    )
+    report = {
+        "passed": 1,
+        "failed": 2,
+        "checks": [
+            {"id": "hello-body", "ok": True},
+            {"id": "keep-alive", "ok": False},
+            {"id": "head[/]", "ok": False},
+        ],
+    }
+    result = apply_known_failures(report, stack)
+    assert result["failed"] == 1, "head[/] is not listed, so it still fails"
+    assert result["known_failures"] == ["keep-alive"]
+    assert result["checks"][1]["known"] == "closes every connection"
