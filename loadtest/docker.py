@@ -257,7 +257,9 @@ class DockerRunner:
             info["image_id"] = data["Id"]
             info["image_created"] = data["Created"]
             info["image_user"] = data["Config"].get("User", "")
-        info["base_images"] = self.base_image_refs(compose_file.dockerfile_path(manifest))
+        dockerfile = compose_file.dockerfile_path(manifest)
+        info["official_base_images"] = compose_file.official_base_images(dockerfile)
+        info["base_images"] = self.base_image_refs(dockerfile)
         for ref in set(info["base_images"].values()):
             with contextlib.suppress(subprocess.SubprocessError, OSError, json.JSONDecodeError):
                 labels = json.loads(docker("image", "inspect", ref).stdout)[0]["Config"]["Labels"] or {}
@@ -730,8 +732,10 @@ def smoke(servers: list[str] | None, bench: bool = True) -> int:
     return 0
 
 
-# One stack per language (plus bjoern) unless SERVERS says otherwise.
-SMOKE_DEFAULT = ("gin", "go-nethttp", "sanic", "bjoern", "spring-webflux")
+# Every language, both Go and both Spring stacks, and sanic and bjoern for
+# Python (an ASGI event loop and a forked WSGI server) unless SERVERS says
+# otherwise; SERVERS=all builds and checks every stack.
+SMOKE_DEFAULT = ("gin", "go-nethttp", "sanic", "bjoern", "spring-webflux", "spring-mvc")
 
 
 def smoke_default_servers() -> list[str]:
@@ -761,22 +765,76 @@ def smoke_bench(stacks: list[str]) -> list[str]:
     return [] if result.returncode == 0 else [f"docker smoke bench exited {result.returncode}"]
 
 
+def cmd_up(args: argparse.Namespace) -> int:
+    """`make up SERVER=x`: the stack in its hardened container, left running."""
+    from .cgroups import parse_memory
+    from .manifest import load
+    from .plan import parse_cpus
+
+    manifest = load(args.server)
+    runner = DockerRunner(base_images="standin" if args.standin else None)
+    reason = runner.unavailable_reason(manifest)
+    if reason:
+        raise StepError(manifest.name, "prerequisites", reason)
+    runner.build(manifest)
+    limits = Limits(
+        cpus=parse_cpus(args.server_cpus) if args.server_cpus else None,
+        cpu_quota=args.server_cpu_quota,
+        memory=parse_memory(args.server_memory) if args.server_memory else None,
+    )
+    server = DockerServer(manifest, limits)
+    try:
+        ready = server.wait_ready(60)
+    except StepError:
+        server.kill()
+        raise
+    applied = server.applied_limits()
+    print(f"{manifest.display_name} is up on {server.base_url}/ in container "
+          f"{server.container_id[:12]} (ready in {ready:.1f} s)")  # fmt: skip
+    print(f"  cpuset {applied['cpuset']}, CPU quota {applied['cpus'] or 'none'}, memory limit "
+          f"{applied['memory_limit_bytes'] or 'none'}")  # fmt: skip
+    print(f"  make logs SERVER={manifest.name}    make down")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m loadtest.docker", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     smoke_cmd = sub.add_parser("smoke", help="the CI path: stand-ins, images, conformance, bench")
-    smoke_cmd.add_argument("--servers", help="comma-separated stacks (default: one per language)")
+    smoke_cmd.add_argument("--servers", help="comma-separated stacks or `all` (default: SMOKE_DEFAULT)")
     smoke_cmd.add_argument("--no-bench", action="store_true")
     build_cmd = sub.add_parser("build", help="build stack images (and loadgen) with docker compose")
     build_cmd.add_argument("--servers", help="comma-separated stacks (default: all)")
     build_cmd.add_argument("--standin", action="store_true", help="use local stand-in base images")
     sub.add_parser("lint", help="hadolint every Dockerfile and validate docker-compose.yml")
+    up_cmd = sub.add_parser("up", help="build if needed, start one stack's container, wait until ready")
+    up_cmd.add_argument("server")
+    up_cmd.add_argument("--server-cpus", help="cores for the stack's cpuset, e.g. 0 or 0,1")
+    up_cmd.add_argument("--server-cpu-quota", type=float, help="CFS quota in CPUs, e.g. 0.5")
+    up_cmd.add_argument("--server-memory", help="memory limit, e.g. 512m")
+    up_cmd.add_argument("--standin", action="store_true", help="build on local stand-in base images")
+    sub.add_parser("down", help="stop and remove every serverlab container")
+    logs_cmd = sub.add_parser("logs", help="a stack's container output")
+    logs_cmd.add_argument("server")
+    logs_cmd.add_argument("--follow", action="store_true")
     args = parser.parse_args(argv)
 
     from .cli import stack_list
 
+    if args.command == "up":
+        return cmd_up(args)
+    if args.command == "down":
+        return subprocess.run(["docker", *compose_args("--profile", "*", "down", "--remove-orphans")]).returncode
+    if args.command == "logs":
+        follow = ["--follow"] if args.follow else []
+        return subprocess.run(["docker", *compose_args("logs", "--no-log-prefix", *follow, args.server)]).returncode
     if args.command == "smoke":
-        return smoke(stack_list(args.servers), bench=not args.no_bench)
+        servers = stack_list(args.servers)
+        if servers == ["all"]:
+            from .manifest import stack_names
+
+            servers = stack_names()
+        return smoke(servers, bench=not args.no_bench)
     if args.command == "lint":
         problems = lint_dockerfiles()
         if config := compose_config_problem():
@@ -785,6 +843,10 @@ def main(argv: list[str] | None = None) -> int:
         return 1 if problems else 0
     from .manifest import load_all
 
+    for problem in (daemon_problem(), compose_problem()):
+        if problem:
+            print(problem, file=sys.stderr)
+            return 1
     runner = DockerRunner(base_images="standin" if args.standin else None)
     status = 0
     for manifest in load_all(stack_list(args.servers)):
@@ -800,4 +862,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except StepError as exc:
+        print(exc.explain(), file=sys.stderr)
+        sys.exit(1)
