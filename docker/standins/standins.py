@@ -9,6 +9,7 @@ base-image ARG default is replaced by a stand-in built on this machine:
   golang:X.Y.Z-bookworm       the exact Go X.Y.Z toolchain from the Go module proxy
                               (module golang.org/toolchain, what GOTOOLCHAIN uses)
   python:3.11.N-slim-bookworm the host's CPython 3.11 build (pyenv), copied to /usr/local
+  pypy:3.9-7.3.N-slim-bookworm Debian bookworm's pypy3 (7.3.11, Python 3.9)
   maven:3.9.N-eclipse-temurin-M  Debian's Maven and OpenJDK M (JDK): bookworm for 17,
                               trixie for 21 and 25 (bookworm ships OpenJDK 17 only)
   eclipse-temurin:M*-jre      Debian's OpenJDK M (JRE), same suites
@@ -153,6 +154,8 @@ def recipe_for(ref: str) -> Recipe | None:
         return golang_recipe(ref, tag)
     if name == "python":
         return python_recipe(ref, tag)
+    if name == "pypy":
+        return pypy_recipe(ref, tag)
     if name == "maven":
         return jdk_recipe(ref, tag, "maven.Dockerfile", "Maven and OpenJDK JDK from Debian")
     if name == "eclipse-temurin":
@@ -205,6 +208,29 @@ def python_recipe(ref: str, tag: str) -> Recipe:
         build_args={"PYTHON_MINOR": minor, "PYTHON_VERSION": version, "HOST_PREFIX": str(prefix)},
         inputs=[version, str(prefix)],
         context={"python": prefix},
+    )
+
+
+# Debian bookworm packages PyPy 7.3.11 for Python 3.9.
+DEBIAN_PYPY = ("3.9", "7.3.11")
+
+
+def pypy_recipe(ref: str, tag: str) -> Recipe:
+    match = re.match(r"^(3\.\d+)-(\d+\.\d+\.\d+)(-slim)?(-bookworm)?$", tag)
+    if not match:
+        raise StandinError(f"{ref}: expected pypy:3.X-7.Y.Z[-slim]-bookworm")
+    if match.group(1) != DEBIAN_PYPY[0]:
+        raise StandinError(
+            f"{ref}: PyPy for Python {match.group(1)} asked for; Debian bookworm packages "
+            f"PyPy {DEBIAN_PYPY[1]} for Python {DEBIAN_PYPY[0]} only"
+        )
+    return Recipe(
+        ref,
+        f"{PREFIX}pypy:{tag}",
+        f"PyPy {DEBIAN_PYPY[1]} for Python {DEBIAN_PYPY[0]} (Debian bookworm pypy3 packages)",
+        "pypy.Dockerfile",
+        build_args={"PYPY_PYTHON": DEBIAN_PYPY[0]},
+        inputs=[DEBIAN_PYPY[1]],
     )
 
 

@@ -143,6 +143,10 @@ def test_standin_recipes_map_official_images():
     assert (jdk21.suite, jdk21.build_args) == ("trixie", {"JDK_MAJOR": "21"})
     with pytest.raises(standins.StandinError, match="Java 11"):
         standins.recipe_for("eclipse-temurin:11.0.25_9-jre")
+    pypy = standins.recipe_for("pypy:3.9-7.3.16-slim-bookworm")
+    assert pypy.dockerfile == "pypy.Dockerfile"
+    with pytest.raises(standins.StandinError, match="Python 3.10"):
+        standins.recipe_for("pypy:3.10-7.3.17-slim-bookworm")
     with pytest.raises(standins.StandinError, match="syntax"):
         standins.recipe_for("docker/dockerfile:1")
     with pytest.raises(standins.StandinError, match="no stand-in recipe"):
