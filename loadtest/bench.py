@@ -39,6 +39,7 @@ from .errors import StepError
 from .manifest import ManifestError, load, stack_names
 from .metrics import UsageSampler, response_bytes
 from .plan import Case, Instance, KnobError, Knobs
+from .priority import can_raise, raise_priority
 from .results import (
     RESULTS_FILE,
     RESULTS_ROOT,
@@ -125,6 +126,8 @@ class Bench:
         self.task = None
         self.cases_total = 0
         self.cases_run = 0
+        # The nice value actually used: the knob when this process may raise it.
+        self.priority = knobs.priority if can_raise(knobs.priority) else 0
 
     # ----------------------------------------------------------------- set-up
 
@@ -154,6 +157,11 @@ class Bench:
             if not tool.available():
                 hint = "scripts/install-oha.sh" if name == "oha" else "make bootstrap"
                 raise KnobError(f"load tool {name} not found; install it with {hint}")
+        if self.knobs.priority and not self.priority:
+            self.console.print(
+                f"[yellow]PRIORITY={self.knobs.priority} needs root or CAP_SYS_NICE: "
+                "running at normal priority (other work on the host competes more)[/]"
+            )
         if self.knobs.calibration and not calibration.nginx_path():
             self.console.print(
                 "[bold yellow]!! nginx not found: the calibration ceiling is NOT measured "
@@ -184,6 +192,7 @@ class Bench:
             "knobs": self.knobs.to_dict(),
             "stacks": manifests,
             "runtime_versions": {},
+            "priority_applied": self.priority,
             "status": "running",
         }
 
@@ -254,7 +263,7 @@ class Bench:
             f"\n  duration {k.duration:g} s, warm-up {k.warmup:g} s, {k.repeat} round(s), "
             f"seed {k.seed}; server cores {_cpus(k.server_cpus)}, client cores "
             f"{_cpus(k.client_cpus)}; CPU quota {quota}; memory {k.server_memory or 'no limit'}"
-            f"; runner {k.runner}"
+            f"; runner {k.runner}; priority {self.priority or 'normal'}"
         )
         self.console.print(
             f"  plan: {cases} measurements in {len(todo)} server starts; "
@@ -395,6 +404,7 @@ class Bench:
         try:
             server = self.start_server(instance)
             ready = server.wait_ready(READY_TIMEOUT_S)
+            self.prioritize(server)
             if stack != calibration.NAME and stack not in self.verified:
                 self.verify(stack, server, ready)
             self.measure_response_bytes(stack, server, instance)
@@ -427,6 +437,10 @@ class Bench:
         finally:
             if server is not None:
                 server.kill()
+
+    def prioritize(self, server) -> None:
+        if self.priority:
+            raise_priority(server.pids(), self.priority)
 
     def verify(self, stack: str, server, ready_s: float) -> None:
         from .check import run_conformance
@@ -474,6 +488,7 @@ class Bench:
             requests=k.requests.get(case.scenario) if case.tool == "ab" else None,
             keepalive=k.keepalive,
             client_cpus=k.client_cpus,
+            priority=self.priority,
         )
 
     def warm_up(self, server, instance: Instance, scenario: str) -> None:
@@ -510,6 +525,7 @@ class Bench:
             + (f" @{rate:g}/s" if rate else ""),
         )
         started_at = _now()
+        self.prioritize(server)  # workers forked since start get it too
         sampler = UsageSampler(server.pids, k.server_cpus, k.client_cpus)
         sampler.start()
         try:
@@ -553,6 +569,7 @@ class Bench:
             "server": usage.to_dict(),
             "tool_cpu_share": round(share, 4),
             "tool_cores": cores,
+            "priority": self.priority,
             "client_bound": bound,
             # CPU used on the pinned cores by anything but the server and the tool.
             "foreign_load_pct": foreign,

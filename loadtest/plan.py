@@ -45,6 +45,7 @@ KNOBS = {
     "SEED": "seed",
     "RUNNER": "runner",
     "TIMEOUT": "timeout",
+    "PRIORITY": "priority",
 }
 # Seconds a case costs beyond its duration (tool start, sampling, bookkeeping),
 # and per started stack (start, ready, stop); used for the estimate only.
@@ -117,6 +118,7 @@ class Knobs:
     keepalive: bool
     requests: dict
     calibration: bool
+    priority: int = 0  # nice value for the server and the tool (loadtest/priority.py)
     experiment: str = "none"
     description: str = ""
     servers_from_profile: bool = False
@@ -163,7 +165,7 @@ def _convert(key: str, value):
             return [float(v) for v in items]
         if key in ("duration", "warmup"):
             return float(str(value).rstrip("s"))
-        if key in ("repeat", "seed", "timeout"):
+        if key in ("repeat", "seed", "timeout", "priority"):
             return int(str(value).rstrip("s"))
         if key in ("server_cpus", "client_cpus"):
             return parse_cpus(value) if isinstance(value, str) else tuple(int(v) for v in value)
@@ -223,6 +225,8 @@ def validate(knobs: Knobs) -> None:
         raise KnobError("CONNECTIONS must be a list of positive integers")
     if knobs.tool not in TOOLS:
         raise KnobError(f"TOOL={knobs.tool!r}: use one of {', '.join(TOOLS)}")
+    if not -20 <= knobs.priority <= 19:
+        raise KnobError(f"PRIORITY={knobs.priority}: a nice value, -20..19 (0 = unchanged)")
     if knobs.duration <= 0 or knobs.warmup < 0 or knobs.repeat < 1 or knobs.timeout < 1:
         raise KnobError("DURATION > 0, WARMUP >= 0, REPEAT >= 1 and TIMEOUT >= 1 are required")
     for quota in knobs.server_cpu_quota:

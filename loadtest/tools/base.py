@@ -17,6 +17,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from ..priority import raise_own_priority
+
 # Latency percentiles every tool reports where it can (keys are percent).
 PERCENTILES = (50, 75, 90, 95, 99, 99.9)
 ERROR_KINDS = ("connect", "read", "write", "timeout", "non2xx")
@@ -42,6 +44,7 @@ class LoadSpec:
     requests: int | None = None  # total requests (ab)
     keepalive: bool = True  # ab -k; wrk and oha always keep alive
     client_cpus: tuple[int, ...] | None = None  # taskset for the tool
+    priority: int = 0  # nice value for the tool (see loadtest/priority.py); 0 = unchanged
 
 
 def latency_key(percent: float) -> str:
@@ -106,6 +109,7 @@ def run_tool(
     raw_prefix: Path,
     timeout_s: float,
     cpus: tuple[int, ...] | None = None,
+    priority: int = 0,
 ) -> tuple[int, str, str, float, float]:
     """Run a load tool to completion; return (exit code, stdout, stderr, cpu s, wall s).
 
@@ -127,6 +131,8 @@ def run_tool(
             stdout=out,
             stderr=err,
             start_new_session=True,  # Ctrl-C reaches the harness, which stops the tool
+            # Runs after setsid: the tool's own session (autogroup) gets the priority.
+            preexec_fn=(lambda: raise_own_priority(priority)) if priority else None,
         )
     try:
         status, usage = _wait_with_rusage(process, started + timeout_s)
@@ -198,7 +204,7 @@ class Tool:
             raise ToolError(f"{self.name}: {self.binary} not found (see scripts/bootstrap.sh)")
         command[0] = self.path()
         code, out, err, cpu, wall = run_tool(
-            command, raw_prefix, self.deadline(spec), spec.client_cpus
+            command, raw_prefix, self.deadline(spec), spec.client_cpus, spec.priority
         )
         result = self.parse(out, err, code)
         result.command = pinned(command, spec.client_cpus)
