@@ -21,6 +21,7 @@ import datetime as dt
 import math
 import os
 import signal
+import statistics
 import threading
 import time
 from dataclasses import dataclass, field
@@ -221,6 +222,19 @@ LAB5_RUNS = (
     Lab5Run("wrk-baseline", "wrk 4, closed loop, no stall", "wrk", False),
     Lab5Run("wrk", "wrk 4, closed loop", "wrk", True),
 )
+# Run in every round; the others once. The summary takes the median over rounds.
+REPEATED = ("oha-corrected", "oha-uncorrected")
+
+
+def lab5_schedule(rounds: int, baselines: bool) -> list[tuple[str, Lab5Run]]:
+    """(record key, run) in order: baselines first, the stalled oha pair per round, wrk."""
+    by_key = {run.key: run for run in LAB5_RUNS}
+    schedule = [(k, by_key[k]) for k in ("oha-baseline",) if baselines]
+    for r in range(1, rounds + 1):
+        schedule += [(k if rounds == 1 else f"{k}-r{r}", by_key[k]) for k in REPEATED]
+    schedule += [(k, by_key[k]) for k in ("wrk-baseline",) if baselines]
+    schedule.append(("wrk", by_key["wrk"]))
+    return schedule
 
 
 def lab5_settings(knobs: Knobs, smoke: bool) -> dict:
@@ -238,6 +252,7 @@ def lab5_settings(knobs: Knobs, smoke: bool) -> dict:
         "server_cpus": list(knobs.server_cpus),
         "client_cpus": list(knobs.client_cpus),
         "baselines": not smoke,
+        "rounds": 1 if smoke else knobs.repeat,
     }
     if smoke:
         settings.update(SMOKE_LAB5, warmup=0.0)
@@ -309,9 +324,7 @@ def coordinated_omission(settings: dict, folder: Path, say=print) -> dict:
             warm = LoadSpec(url, settings["connections"], settings["warmup"], settings["timeout"],
                             client_cpus=tuple(settings["client_cpus"]))  # fmt: skip
             tools["wrk"].run(warm, folder / "raw" / "warmup")
-        for run in LAB5_RUNS:
-            if not run.stall and not settings["baselines"]:
-                continue
+        for key, run in lab5_schedule(settings.get("rounds", 1), settings["baselines"]):
             spec = LoadSpec(
                 url=url,
                 connections=settings["connections"],
@@ -326,14 +339,15 @@ def coordinated_omission(settings: dict, folder: Path, say=print) -> dict:
                 stall = Stall(server.process.pid, settings["stall_at"], settings["stall_for"])
                 stall.start()
             try:
-                result = tools[run.tool].run(spec, folder / "raw" / run.key)
+                result = tools[run.tool].run(spec, folder / "raw" / key)
             finally:
                 if stall:
                     stall.finish()
             record = result.to_dict()
-            record.update(label=run.label, stall=stall.measured() if stall else None)
-            data["runs"][run.key] = record
-            say(f"  {run.label}: " + _latency_line(record))
+            label = run.label if key == run.key else f"{run.label}, round {key.rsplit('-r', 1)[1]}"
+            record.update(label=label, stall=stall.measured() if stall else None)
+            data["runs"][key] = record
+            say(f"  {label}: " + _latency_line(record))
             if not server.is_alive():
                 raise KnobError(f"lab 5: {manifest.name} died during {run.key}")
             time.sleep(0.5)
@@ -352,11 +366,23 @@ def coordinated_omission(settings: dict, folder: Path, say=print) -> dict:
 
 
 def lab5_summary(runs: dict) -> dict:
-    def p99(key):
-        return (runs.get(key) or {}).get("latency_ms", {}).get("p99")
+    """Median p99 per measurement over its rounds, and what wrk did not send."""
 
-    corrected, uncorrected, wrk = p99("oha-corrected"), p99("oha-uncorrected"), p99("wrk")
-    summary = {"p99_corrected_ms": corrected, "p99_uncorrected_ms": uncorrected, "p99_wrk_ms": wrk}
+    def p99s(key):
+        values = [
+            (run.get("latency_ms") or {}).get("p99")
+            for name, run in runs.items()
+            if name == key or name.startswith(key + "-r")
+        ]
+        return [round(v, 2) for v in values if v is not None]
+
+    summary = {}
+    for key, name in (("oha-corrected", "corrected"), ("oha-uncorrected", "uncorrected"),
+                      ("wrk", "wrk")):  # fmt: skip
+        values = p99s(key)
+        summary[f"p99_{name}_ms"] = statistics.median(values) if values else None
+        summary[f"p99_{name}_rounds_ms"] = values
+    corrected, uncorrected = summary["p99_corrected_ms"], summary["p99_uncorrected_ms"]
     if corrected and uncorrected:
         summary["corrected_over_uncorrected"] = round(corrected / uncorrected, 1)
     base, stalled = runs.get("wrk-baseline"), runs.get("wrk")
@@ -445,9 +471,12 @@ def lab5_markdown(data: dict, chart: Path | None) -> str:
         )
     lines += ["", "## What the numbers say", ""]
     if summary.get("corrected_over_uncorrected"):
+        rounds = len(summary["p99_corrected_rounds_ms"])
         lines.append(
             f"- With the stall, oha's corrected p99 is {_ms(summary['p99_corrected_ms'])} ms and "
-            f"its uncorrected p99 {_ms(summary['p99_uncorrected_ms'])} ms: "
+            f"its uncorrected p99 {_ms(summary['p99_uncorrected_ms'])} ms"
+            + (f" (medians of {rounds} rounds)" if rounds > 1 else "")
+            + ": "
             f"{summary['corrected_over_uncorrected']:g} times apart, for the same requests. "
             "Measured from when each request was due, the requests the stall delayed carry the "
             "wait; measured from when they were finally sent, they look fast."
