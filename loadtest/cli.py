@@ -106,7 +106,7 @@ def parser() -> argparse.ArgumentParser:
 def extra_commands():
     """Subcommands that live in their own modules (bench, report, ...)."""
     registered = []
-    for module in ("bench", "report", "scaffold", "labs"):
+    for module in ("bench", "report", "scaffold", "labs", "hostile", "soak"):
         try:
             imported = __import__(f"{__package__}.{module}", fromlist=["register"])
         except ModuleNotFoundError as exc:

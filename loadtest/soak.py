@@ -1,0 +1,263 @@
+"""`make soak SERVER=x DURATION=10m`: a long constant-rate run, looking for drift.
+
+1. Build and start the stack natively, pinned to the server cores (as in a
+   benchmark); the load tools run on the client cores.
+2. Peak: a short closed-loop wrk run (64 connections) measures the stack's
+   peak rate on GET / (this also warms the server up).
+3. Soak: oha at a constant 70% of that peak, latency corrected for
+   coordinated omission, run as back-to-back windows of one minute (a tenth
+   of the duration when it is shorter than ten minutes), so every window has
+   its own error count and p99. RSS of the server's process tree is read
+   after each window.
+4. Report: errors (any window), p99 of the first window vs the last, and RSS
+   growth from the end of the first window (a warm server) to the end of
+   the last. It fails on any error or on RSS growth above 10%.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import re
+import sys
+import time
+from pathlib import Path
+
+from .errors import StepError
+from .hostile import tree_rss
+from .manifest import REPO_ROOT, Manifest, load_all
+from .plan import default_cpus
+from .runner import Limits
+from .tools import get_tool
+from .tools.base import LoadResult, LoadSpec, ToolError
+
+OUTPUT_DIR = REPO_ROOT / ".build" / "soak"
+RATE_SHARE = 0.70
+RSS_GROWTH_LIMIT = 0.10
+CONNECTIONS = 64
+PEAK_S = 5.0
+WINDOWS = 10  # at least; a window is at most WINDOW_MAX_S long
+WINDOW_MAX_S = 60.0
+READY_TIMEOUT_S = 60.0
+PATH = "/"
+
+
+def parse_duration(text: str) -> float:
+    """'30s', '10m', '1h', '1m30s' or plain seconds -> seconds."""
+    text = str(text).strip().lower()
+    if re.fullmatch(r"\d+(\.\d+)?", text):
+        return float(text)
+    parts = re.findall(r"(\d+(?:\.\d+)?)([hms])", text)
+    if not parts or "".join(n + u for n, u in parts) != text:
+        raise ValueError(f"bad duration {text!r}: use e.g. 30s, 10m, 1h or seconds")
+    return sum(float(n) * {"h": 3600, "m": 60, "s": 1}[u] for n, u in parts)
+
+
+def windows(duration: float) -> list[float]:
+    """Back-to-back window lengths: WINDOW_MAX_S each, or duration/10 when shorter."""
+    length = min(WINDOW_MAX_S, duration / WINDOWS)
+    count = max(WINDOWS, round(duration / length))
+    return [duration / count] * count
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser(
+        "soak",
+        help="constant rate at 70%% of the peak for a long time; fails on errors or RSS growth",
+        description=__doc__.splitlines()[0],
+    )
+    parser.add_argument("--servers", required=True, help="stack name(s), comma-separated")
+    parser.add_argument("--duration", default="10m", help="e.g. 30s, 10m (default 10m)")
+    parser.add_argument("--output", type=Path, default=OUTPUT_DIR, help="folder for the JSON")
+    parser.set_defaults(func=cmd_soak)
+
+
+def cmd_soak(args: argparse.Namespace) -> int:
+    from .cli import stack_list
+    from .native import NativeRunner
+
+    try:
+        duration = parse_duration(args.duration)
+    except ValueError as exc:
+        print(f"soak: {exc}", file=sys.stderr)
+        return 2
+    if duration < 10:
+        print("soak: DURATION must be at least 10 s", file=sys.stderr)
+        return 2
+    wrk, oha = get_tool("wrk"), get_tool("oha")
+    if not oha.available():
+        from rich.console import Console
+
+        from .bench import install_oha
+
+        install_oha(Console(highlight=False))
+    for tool, hint in ((wrk, "make bootstrap"), (oha, "scripts/install-oha.sh")):
+        if not tool.available():
+            print(f"soak: load tool {tool.name} not found; install it with {hint}", file=sys.stderr)
+            return 2
+    args.output.mkdir(parents=True, exist_ok=True)
+    runner = NativeRunner()
+    results = []
+    for manifest in load_all(stack_list(args.servers)):
+        result = soak_stack(runner, manifest, duration, args.output)
+        results.append(result)
+    print()
+    print(summary(results))
+    failed = [r for r in results if r["status"] == "failed"]
+    skipped = [r for r in results if r["status"] == "skipped"]
+    for r in skipped:
+        print(f"SKIPPED {r['stack']}: {r['reason']}")
+    print(f"soak: {len(results) - len(failed) - len(skipped)} passed, {len(failed)} failed, "
+          f"{len(skipped)} skipped")  # fmt: skip
+    return 1 if failed else 0
+
+
+def soak_stack(runner, manifest: Manifest, duration: float, out_dir: Path) -> dict:
+    say = lambda text: print(f"[{manifest.name}] {text}", flush=True)  # noqa: E731
+    result = {"stack": manifest.name, "status": "failed", "reason": "", "duration_s": duration}
+    reason = runner.unavailable_reason(manifest)
+    if reason:
+        say(f"SKIPPED: {reason}")
+        result.update(status="skipped", reason=reason)
+        return result
+    server_cpus, client_cpus = default_cpus()
+    result.update(server_cpus=list(server_cpus), client_cpus=list(client_cpus))
+    raw = out_dir / manifest.name
+    server = None
+    try:
+        say("build")
+        runner.build(manifest)
+        server = runner.start(manifest, Limits(cpus=server_cpus))
+        say(f"ready in {server.wait_ready(READY_TIMEOUT_S):.1f} s on {server.base_url}")
+        url = server.base_url + PATH
+        peak = get_tool("wrk").run(
+            LoadSpec(url, CONNECTIONS, duration=PEAK_S, client_cpus=client_cpus), raw / "peak"
+        )
+        if not peak.ok or peak.rps <= 0:
+            raise StepError(manifest.name, "peak", peak.problem or "wrk measured no requests")
+        rate = round(peak.rps * RATE_SHARE)
+        result.update(peak_rps=round(peak.rps), rate=rate, peak_errors=peak.errors_total)
+        plan = windows(duration)
+        say(f"peak {peak.rps:,.0f} req/s (wrk, {CONNECTIONS} connections, {PEAK_S:g} s); "
+            f"soak at {rate:,} req/s for {duration:g} s in {len(plan)} windows of {plan[0]:g} s")  # fmt: skip
+        records = []
+        for i, length in enumerate(plan):
+            spec = LoadSpec(url, CONNECTIONS, duration=length, rate=rate, client_cpus=client_cpus)
+            load = get_tool("oha").run(spec, raw / f"window-{i + 1:03d}")
+            if not server.is_alive():
+                raise StepError(manifest.name, "soak", "the server died", server.output_tail())
+            records.append(window_record(i, load, tree_rss(server.pids())))
+            w = records[-1]
+            say(f"window {i + 1}/{len(plan)}: {w['rps']:,.0f} req/s, p99 {_ms(w['p99_ms'])}, "
+                f"errors {w['errors']}, RSS {w['rss'] / 1e6:.1f} MB")  # fmt: skip
+        result["windows"] = records
+        result.update(verdict(records, rate))
+        server.stop()
+        server = None
+    except (StepError, ToolError) as exc:
+        result["reason"] = exc.explain() if isinstance(exc, StepError) else str(exc)
+        say(result["reason"])
+    finally:
+        if server is not None:
+            server.kill()
+    if not result["reason"]:
+        result["status"] = "passed" if not result["failures"] else "failed"
+        result["reason"] = "; ".join(result["failures"])
+    say(f"{result['status'].upper()} {result['reason']}".rstrip())
+    result["finished"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    (out_dir / f"{manifest.name}.json").write_text(json.dumps(result, indent=1))
+    return result
+
+
+def window_record(index: int, load: LoadResult, rss: int) -> dict:
+    return {
+        "window": index + 1,
+        "requests": load.requests,
+        "seconds": load.duration_s,
+        "rps": load.rps,
+        "p50_ms": load.latency_ms.get("p50"),
+        "p99_ms": load.latency_ms.get("p99"),
+        "max_ms": load.latency_ms.get("max"),
+        "errors": load.errors_total if load.ok else None,
+        "error_kinds": {k: v for k, v in load.errors.items() if v},
+        "status_counts": load.status_counts,
+        "problem": load.problem,
+        "notes": load.notes[2:],  # beyond the two fixed oha notes
+        "rss": rss,
+    }
+
+
+def verdict(records: list[dict], rate: float) -> dict:
+    """The three figures and the failures: errors, p99 drift, RSS growth."""
+    errors = sum(r["errors"] or 0 for r in records)
+    broken = [r["window"] for r in records if r["errors"] is None]
+    first, last = records[0], records[-1]
+    growth = (last["rss"] - first["rss"]) / first["rss"] if first["rss"] else None
+    drift = (
+        last["p99_ms"] / first["p99_ms"]
+        if first["p99_ms"] and last["p99_ms"] is not None
+        else None
+    )
+    seconds = sum(r["seconds"] for r in records)
+    achieved = sum(r["requests"] for r in records) / seconds if seconds else 0.0
+    failures = []
+    if errors:
+        failures.append(f"{errors} error(s)")
+    if broken:
+        failures.append(f"no oha report for window(s) {broken}")
+    if growth is None or growth > RSS_GROWTH_LIMIT:
+        failures.append(f"RSS growth {_pct(growth)} (limit {RSS_GROWTH_LIMIT:.0%})")
+    return {
+        "errors": errors,
+        "p99_first_ms": first["p99_ms"],
+        "p99_last_ms": last["p99_ms"],
+        "p99_drift": drift,
+        "rss_first": first["rss"],
+        "rss_last": last["rss"],
+        "rss_growth": growth,
+        "achieved_rps": achieved,
+        "rate_kept": achieved >= 0.95 * rate,
+        "failures": failures,
+    }
+
+
+def summary(results: list[dict]) -> str:
+    rows = [("stack", "result", "peak", "rate", "errors", "p99 first", "p99 last", "RSS growth")]
+    for r in results:
+        if "windows" not in r:
+            rows.append((r["stack"], r["status"].upper(), "-", "-", "-", "-", "-", "-"))
+            continue
+        rows.append(
+            (
+                r["stack"],
+                r["status"].upper(),
+                f"{r['peak_rps']:,}/s",
+                f"{r['rate']:,}/s" + ("" if r["rate_kept"] else " (not kept)"),
+                str(r["errors"]),
+                _ms(r["p99_first_ms"]),
+                _ms(r["p99_last_ms"]),
+                f"{_pct(r['rss_growth'])} ({r['rss_first'] / 1e6:.0f} -> {r['rss_last'] / 1e6:.0f} MB)",
+            )
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    lines.append("")
+    lines.append("p99 first/last: first and last window (a minute, or a tenth of a shorter run);")
+    lines.append("RSS growth: from the end of the first window to the end of the last.")
+    return "\n".join(lines)
+
+
+def _ms(value) -> str:
+    return "-" if value is None else f"{value:.2f} ms"
+
+
+def _pct(value) -> str:
+    return "-" if value is None else f"{value:+.1%}"
+
+
+if __name__ == "__main__":  # pragma: no cover
+    from .cli import main
+
+    sys.exit(main(["soak", *sys.argv[1:]]))
