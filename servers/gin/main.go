@@ -3,15 +3,10 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
-	"os/signal"
 	"strconv"
-	"syscall"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -48,49 +43,7 @@ func run() error {
 		return err
 	}
 
-	srv := &http.Server{
-		Addr:    cfg.Addr,
-		Handler: router,
-		// Bound how long a client may hold a connection without making
-		// progress (slowloris); without them net/http waits forever.
-		// Requests have no body, so the header timeout is the one that
-		// matters for reads; WriteTimeout leaves a slow reader 30 s for the
-		// largest (100 KB) body; IdleTimeout closes idle keep-alive
-		// connections after 2 minutes.
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       10 * time.Second,
-		WriteTimeout:      30 * time.Second,
-		IdleTimeout:       120 * time.Second,
-	}
-	// Listen before serving so that a busy port fails start-up loudly.
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(os.Stderr, "%s (gin %s) listening on %s (GOMAXPROCS=%d, %d non-trading weekdays %s..%s)\n",
-		displayName, gin.Version, ln.Addr(), procs, cal.Len(), cal.First, cal.Last)
-
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer stop()
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	select {
-	case err := <-served:
-		return err
-	case <-ctx.Done():
-	}
-	stop() // a second signal ends the process at once
-	// Graceful shutdown: stop accepting, close idle connections, let
-	// in-flight requests finish (responses are tiny, so 10 s is plenty).
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(shutdownCtx); err != nil {
-		return fmt.Errorf("shutdown: %w", err)
-	}
-	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	return contract.Serve(cfg, router, displayName+" (gin "+gin.Version+")", procs, cal)
 }
 
 // newRouter builds the gin engine. gin.New, not gin.Default: Default adds
