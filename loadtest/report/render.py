@@ -19,7 +19,8 @@ CLIENT_BOUND_NOTE = (
 )
 NOISY_NOTE = (
     "NOISY marks a case where other processes used more than 15% of the pinned server "
-    "or client cores during the measurement: the host was shared, the figure is low and noisy."
+    "or client cores during the measurement: the host was shared. With the priority raised "
+    "they mostly used idle time, but such figures spread more; publish numbers from a quiet host."
 )
 SCENARIO_ORDER = ["hello", "kb1", "kb10", "kb100", "workday"]
 
@@ -124,7 +125,8 @@ def run_facts(run: dict) -> list[tuple[str, str]]:
                  f"{knobs.get('repeat')} round(s) shuffled with seed {knobs.get('seed')}, "
                  f"timeout {knobs.get('timeout')} s"),
         ("limits", f"CPU quota {knobs.get('server_cpu_quota') or 'none'}, memory "
-                   f"{knobs.get('server_memory') or 'no limit'}, runner {knobs.get('runner')}"),
+                   f"{knobs.get('server_memory') or 'no limit'}, runner {knobs.get('runner')}, "
+                   f"priority {run.get('priority_applied') or 'normal'}"),
         ("tools", ", ".join(f"{k}: {v}" for k, v in tools.items())),
     ]  # fmt: skip
     return facts
