@@ -1,0 +1,253 @@
+"""The two Flask stacks, flask-gevent (CPython) and flask-pypy (PyPy), built with
+their manifests' build commands and run for real under WORKERS=2.
+
+Both serve the one Flask application in serverlab_contract.flask_app, so one
+test module covers both: the shared input and workday vectors over HTTP, the
+points where Flask's defaults differ from the contract (OPTIONS, the Allow
+header, plain-text errors, blank query values, the trailing slash), gunicorn's
+single Date header, no per-request logging, a clean stop of the master and
+every worker on SIGTERM, and that the twins really are twins (same settings,
+same package versions). flask-pypy is skipped, with the reason, when PyPy or
+a C compiler is missing.
+"""
+
+import email.utils
+import http.client
+import json
+import re
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from loadtest.manifest import load
+from loadtest.native import NativeRunner, base_env, running_stack
+from loadtest.runner import Limits
+
+SERVERS = Path(__file__).resolve().parents[2]
+REPO_ROOT = SERVERS.parent
+VECTORS = REPO_ROOT / "contracts" / "vectors"
+INPUTS = json.loads((VECTORS / "inputs.json").read_text())
+WORKDAY = json.loads((VECTORS / "workday.json").read_text())
+N_ERROR = b"n must be an integer between 1 and 100"
+AT_ERROR = b"at must be a local time formatted YYYY-MM-DDTHH:MM[:SS]"
+STACKS = ("flask-gevent", "flask-pypy")
+
+
+def free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def skip_if_unavailable(name):
+    reason = NativeRunner().unavailable_reason(load(name))
+    if reason:
+        pytest.skip(f"{name}: {reason}")
+
+
+@pytest.fixture(scope="module", params=STACKS)
+def server(request):
+    name = request.param
+    skip_if_unavailable(name)
+    limits = Limits(extra_env={"WORKERS": "2"})
+    with running_stack(name, limits, port=free_port()) as srv:
+        srv.display_name = load(name).display_name
+        yield srv
+        # SIGTERM must stop the master and both workers cleanly (stop() raises
+        # on a bad exit code or on processes left behind).
+        assert srv.stop() in (0, -15, 143)
+
+
+@pytest.fixture
+def conn(server):
+    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    yield connection
+    connection.close()
+
+
+def get(conn, target, method="GET"):
+    conn.request(method, target)
+    response = conn.getresponse()
+    return response, response.read()
+
+
+# --- the twins --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", STACKS)
+def test_display_name_matches_the_manifest(name):
+    source = (SERVERS / name / "app.py").read_text()
+    match = re.search(r'^application = application_from_env\("(.*)"\)$', source, re.M)
+    assert match.group(1) == load(name).display_name
+
+
+def test_gunicorn_settings_differ_only_in_the_port():
+    gevent_conf = (SERVERS / "flask-gevent" / "gunicorn.conf.py").read_text()
+    pypy_conf = (SERVERS / "flask-pypy" / "gunicorn.conf.py").read_text()
+    assert "default_port=8142" in gevent_conf and "default_port=8141" in pypy_conf
+    assert pypy_conf.replace("default_port=8141", "default_port=8142") == gevent_conf
+    assert load("flask-gevent").native["run"] == load("flask-pypy").native["run"]
+
+
+def pins(name):
+    lines = (SERVERS / name / "requirements.txt").read_text().splitlines()
+    found = dict(line.split("==") for line in lines if line and not line.startswith("#"))
+    return {package.lower().replace("_", "-"): version for package, version in found.items()}
+
+
+def test_both_stacks_pin_the_same_versions():
+    cpython, pypy = pins("flask-gevent"), pins("flask-pypy")
+    # greenlet is built into PyPy; importlib_metadata and zipp are for Python < 3.10.
+    assert set(cpython) - set(pypy) == {"greenlet"}
+    assert set(pypy) - set(cpython) == {"importlib-metadata", "zipp"}
+    assert {p: v for p, v in cpython.items() if p in pypy} == {
+        p: v for p, v in pypy.items() if p in cpython
+    }
+    for name in STACKS:
+        assert pins(name)["flask"] == load(name).framework_version
+        manifest_text = (SERVERS / name / "server.toml").read_text()
+        for package in ("gunicorn", "gevent"):
+            assert f"{package} {pins(name)[package]}" in manifest_text
+
+
+# --- the contract over HTTP --------------------------------------------------
+
+
+def test_workday_vectors(conn):
+    for case in WORKDAY["cases"]:
+        response, body = get(conn, "/workday?at=" + case["at"])
+        assert (response.status, body.decode()) == (200, case["expect"]), case
+
+
+@pytest.mark.parametrize("case", INPUTS["n"]["valid"], ids=lambda c: c["raw"])
+def test_n_valid(conn, case):
+    response, body = get(conn, "/?" + case["raw"])
+    assert (response.status, body) == (200, b"X" * (1000 * case["kb"]))
+    assert response.getheader("Content-Length") == str(len(body))
+
+
+@pytest.mark.parametrize("case", INPUTS["n"]["hello"], ids=lambda c: c["raw"] or "<none>")
+def test_hello(server, conn, case):
+    response, body = get(conn, "/?" + case["raw"] if case["raw"] else "/")
+    assert response.status == 200
+    prefix = f"Hello World, from {server.display_name}! ".encode()
+    assert body.startswith(prefix)
+    assert re.fullmatch(rb"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}", body[len(prefix) :])
+
+
+@pytest.mark.parametrize("case", INPUTS["n"]["invalid"], ids=lambda c: c["raw"])
+def test_n_invalid(conn, case):
+    response, body = get(conn, "/?" + case["raw"])
+    assert (response.status, body) == (400, N_ERROR)
+
+
+@pytest.mark.parametrize("case", INPUTS["at"]["valid"], ids=lambda c: c["raw"])
+def test_at_valid(conn, case):
+    response, body = get(conn, "/workday?" + case["raw"])
+    assert (response.status, body) == (200, case["expect"].encode())
+
+
+@pytest.mark.parametrize("case", INPUTS["at"]["invalid"], ids=lambda c: c["raw"])
+def test_at_invalid(conn, case):
+    response, body = get(conn, "/workday?" + case["raw"])
+    assert (response.status, body) == (400, AT_ERROR)
+
+
+def test_headers_and_exactly_one_date(conn):
+    for target in ("/", "/?n=100", "/workday", "/?n=0", "/nope"):
+        response, body = get(conn, target)
+        assert response.getheader("Content-Type") == "text/plain; charset=utf-8", target
+        assert response.getheader("Content-Length") == str(len(body))
+        assert response.getheader("Transfer-Encoding") is None
+        dates = response.msg.get_all("Date")
+        assert len(dates) == 1, dates  # gunicorn's; the application adds none
+        date = email.utils.parsedate_to_datetime(dates[0])
+        assert abs(date.timestamp() - time.time()) < 3
+
+
+@pytest.mark.parametrize("path", ["/workday/", "/index.html", "/nope", "/static/app.css"])
+def test_not_found(conn, path):
+    response, body = get(conn, path)
+    assert (response.status, body) == (404, b"Not Found")
+
+
+@pytest.mark.parametrize("method", ["POST", "PUT", "DELETE", "PATCH", "OPTIONS", "TRACE"])
+@pytest.mark.parametrize("path", ["/", "/workday"])
+def test_method_not_allowed(conn, method, path):
+    # OPTIONS too: Flask would answer it itself and list it in Allow.
+    response, body = get(conn, path, method)
+    assert (response.status, body) == (405, b"Method Not Allowed")
+    assert response.msg.get_all("Allow") == ["GET, HEAD"]
+    assert response.getheader("Content-Type") == "text/plain; charset=utf-8"
+
+
+def test_head(conn):
+    response, body = get(conn, "/?n=7", "HEAD")
+    assert (response.status, body, response.getheader("Content-Length")) == (200, b"", "7000")
+    response, body = get(conn, "/workday?at=", "HEAD")
+    assert (response.status, body) == (400, b"")
+    assert response.getheader("Content-Length") == str(len(AT_ERROR))
+    # The connection is still usable after HEAD (no body was left unread).
+    assert get(conn, "/workday?at=2019-05-05T10:00")[1] == b"2019-05-06"
+
+
+def raw_exchange(port, payload):
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(payload)
+        chunks = []
+        while chunk := sock.recv(65536):  # the server must close the connection
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def test_http10_and_connection_close(server):
+    reply = raw_exchange(server.port, b"GET /workday?at=2019-05-05T10:00 HTTP/1.0\r\n\r\n")
+    assert b" 200 " in reply.split(b"\r\n")[0]
+    assert reply.endswith(b"\r\n\r\n2019-05-06")
+    reply = raw_exchange(server.port, b"GET /?n=1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    assert reply.endswith(b"\r\n\r\n" + b"X" * 1000)
+
+
+def test_raw_non_ascii_byte_in_the_query_is_a_plain_400(server):
+    # Not valid HTTP; werkzeug's strict UTF-8 decoding would make it a 500.
+    reply = raw_exchange(
+        server.port, b"GET /?n=\xff HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    )
+    head, _, body = reply.partition(b"\r\n\r\n")
+    assert b" 400 " in head.split(b"\r\n")[0]
+    assert b"Content-Type: text/plain; charset=utf-8" in head
+    assert body == b"Bad Request"
+
+
+def test_two_workers_and_no_per_request_logging(server, conn):
+    # The master and WORKERS=2 gevent workers.
+    assert len(server.pids()) == 3, server.pids()
+    before = server.log_path.read_text()
+    for _ in range(20):
+        get(conn, "/")
+        get(conn, "/nope")
+        get(conn, "/?n=0")
+    time.sleep(0.5)
+    assert server.log_path.read_text() == before
+
+
+@pytest.mark.parametrize("name", STACKS)
+def test_unreadable_calendar_stops_the_start(name, tmp_path):
+    skip_if_unavailable(name)
+    manifest = load(name)
+    NativeRunner().build(manifest)
+    env = base_env(manifest)
+    env.update(PORT=str(free_port()), HOST="127.0.0.1", WORKDAY_CALENDAR=str(tmp_path / "none"))
+    result = subprocess.run(
+        ["bash", "-c", manifest.native["run"]],
+        cwd=manifest.folder,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2
+    assert f"WORKDAY_CALENDAR={tmp_path / 'none'}" in result.stderr
