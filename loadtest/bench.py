@@ -269,6 +269,7 @@ class Bench:
             f"  plan: {cases} measurements in {len(todo)} server starts; "
             f"estimated [bold]{_minutes(estimate)}[/] (builds not included)"
         )
+        self.console.print(f"  results: {escape(str(self.folder))}")
 
     def remaining(self, the_plan: list[Instance]) -> list[Instance]:
         if not self.done:
@@ -425,6 +426,8 @@ class Bench:
             server = None
             self.record_stack(stack, "stop", "ok", f"exit code {code}",
                               repetition=instance.repetition)  # fmt: skip
+        except ToolError as exc:
+            self.fail(StepError(stack, "load", str(exc)), instance.repetition)
         except StepError as exc:
             if exc.step == "stop":
                 # Measured fine, stopped badly: keep its numbers, record the stop.

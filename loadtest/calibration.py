@@ -16,6 +16,7 @@ import http.client
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import time
 from pathlib import Path
@@ -84,6 +85,18 @@ http {{
 """
 
 
+def port_in_use(port: int) -> bool:
+    with socket.socket() as sock:
+        sock.settimeout(0.5)
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
 def nginx_path() -> str | None:
     return shutil.which("nginx") or next(
         (p for p in ("/usr/sbin/nginx",) if os.access(p, os.X_OK)), None
@@ -132,6 +145,8 @@ class CalibrationServer:
         path = nginx_path()
         if not path:
             raise StepError(NAME, "prerequisites", "nginx not found; install Debian's nginx-light")
+        if port_in_use(port):
+            port = free_port()  # another run's ceiling, or anything else, has the default
         self.port = port
         self.base_url = f"http://127.0.0.1:{port}"
         self.folder = folder

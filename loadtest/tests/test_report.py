@@ -33,7 +33,8 @@ def test_every_output_is_written(report_folder):
         assert (report_folder / name).stat().st_size > 0, name
     charts = {p.name for p in (report_folder / "charts").glob("*.png")}
     for expected in ("rps-hello.png", "latency-hello.png", "cdf-hello.png",
-                     "resources.png", "bytes-per-response.png", "openloop-hello.png"):  # fmt: skip
+                     "resources.png", "bytes-per-response.png", "openloop-hello.png",
+                     "cdf-openloop-hello.png"):  # fmt: skip
         assert expected in charts
 
 
