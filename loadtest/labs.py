@@ -503,6 +503,7 @@ def lab5_markdown(data: dict, chart: Path | None) -> str:
 def run_lab5(knobs: Knobs, results_dir: Path, smoke: bool) -> int:
     try:
         settings = lab5_settings(knobs, smoke)
+        settings["port"] = lab5_port(load(settings["stack"]).port)
         folder = results_dir / new_run_id("lab5-coordinated-omission")
         coordinated_omission(settings, folder)
     except KnobError as exc:
@@ -519,6 +520,21 @@ def run_lab5(knobs: Knobs, results_dir: Path, smoke: bool) -> int:
     print(f"  data: {_shown(folder / 'lab5.json')}; chart: {_shown(folder / 'lab5-latency.png')}")
     print("  what to look for, questions and answers: docs/labs/5-coordinated-omission.md")
     return 0
+
+
+def lab5_port(port: int) -> int:
+    """The stack's own port, or any free one when something else listens there."""
+    import socket
+
+    from .native import port_in_use
+
+    if not port_in_use(port):
+        return port
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        free = sock.getsockname()[1]
+    print(f"lab 5: port {port} is in use; the stack listens on {free} instead")
+    return free
 
 
 def _shown(path: Path) -> str:

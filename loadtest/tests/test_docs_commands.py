@@ -1,0 +1,166 @@
+"""Every runnable command in the documentation is run, so the docs cannot rot.
+
+Fenced blocks whose info string is `sh runnable` (or `bash runnable`) in
+README.md, docs/*.md and docs/labs/*.md are extracted and run in order, one
+bash script per block, each page in its own scratch copy of the repository
+(tracked files only; the tooling venv is shared). A block marked
+`runnable fails` must exit non-zero (a check that is meant to fail, such as
+`make check` on a fresh stub).
+
+The smoke profile keeps the whole suite to a few minutes: the environment
+has PROFILE=smoke (make bench's default profile; `make lab` shrinks a lab to
+one stack, the extreme levels and 1 s runs) and SERVERS=go-nethttp, a stack
+that builds in seconds, for every command that does not name its stacks.
+Load only ever goes to 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from loadtest.manifest import REPO_ROOT
+from loadtest.tests.test_scaffold import copy_env, repo_copy
+
+SHELLS = {"sh", "bash", "shell"}
+BLOCK_TIMEOUT_S = 420
+SMOKE_ENV = {"PROFILE": "smoke", "SERVERS": "go-nethttp"}
+# Pages whose every shell block must be runnable (the contributor and lab pages).
+ALL_RUNNABLE = ["docs/adding-a-server.md", "docs/labs/*.md"]
+FENCE = re.compile(r"^(`{3,}|~{3,})(.*)$")
+
+
+@dataclass(frozen=True)
+class Block:
+    page: str
+    line: int
+    info: tuple[str, ...]
+    code: str
+
+    @property
+    def shell(self) -> bool:
+        return bool(self.info) and self.info[0] in SHELLS
+
+    @property
+    def runnable(self) -> bool:
+        return self.shell and "runnable" in self.info
+
+    @property
+    def fails(self) -> bool:
+        return "fails" in self.info
+
+
+def blocks(path: Path, root: Path = REPO_ROOT) -> list[Block]:
+    """Fenced code blocks of a Markdown page, with their info strings split into words."""
+    found, lines = [], path.read_text(encoding="utf-8").splitlines()
+    i = 0
+    while i < len(lines):
+        opening = FENCE.match(lines[i])
+        if not opening:
+            i += 1
+            continue
+        fence, info, start = opening.group(1), tuple(opening.group(2).split()), i
+        i += 1
+        body = []
+        while i < len(lines) and not lines[i].startswith(fence):
+            body.append(lines[i])
+            i += 1
+        i += 1
+        page = path.relative_to(root).as_posix()
+        found.append(Block(page, start + 1, info, "\n".join(body) + "\n"))
+    return found
+
+
+def pages() -> list[Path]:
+    listed = [REPO_ROOT / "README.md", *sorted((REPO_ROOT / "docs").glob("*.md"))]
+    return [p for p in listed + sorted((REPO_ROOT / "docs" / "labs").glob("*.md")) if p.is_file()]
+
+
+def pages_with_runnable_blocks() -> list[str]:
+    return [p.relative_to(REPO_ROOT).as_posix() for p in pages() if any(
+        b.runnable for b in blocks(p))]  # fmt: skip
+
+
+def test_block_parser(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text(
+        "text\n```sh runnable\nmake list\n```\n```text\nout\n```\n"
+        "````bash runnable fails\nmake check\n```\nstill inside\n````\n```sh\nmake x\n```\n"
+    )
+    found = blocks(page, root=tmp_path)
+    assert [(b.runnable, b.fails, b.code) for b in found] == [
+        (True, False, "make list\n"),
+        (False, False, "out\n"),
+        (True, True, "make check\n```\nstill inside\n"),
+        (False, False, "make x\n"),
+    ]
+
+
+def test_contributor_and_lab_pages_run_every_command():
+    """On these pages no shell block may be left unexecuted."""
+    checked = 0
+    for pattern in ALL_RUNNABLE:
+        for path in sorted(REPO_ROOT.glob(pattern)):
+            page_blocks = [b for b in blocks(path) if b.shell]
+            assert page_blocks, f"{path}: no shell block"
+            for block in page_blocks:
+                assert block.runnable, f"{block.page}:{block.line}: shell block not marked runnable"
+            checked += 1
+    assert checked >= 7  # adding-a-server, the labs index and five labs
+    labs = sorted((REPO_ROOT / "docs" / "labs").glob("[1-9]-*.md"))
+    assert len(labs) >= 5
+    for lab in labs:
+        text = lab.read_text()
+        for section in ("## Goal", "## Commands", "## What to look for in the charts",
+                        "## Questions", "## What the answer depends on"):  # fmt: skip
+            assert section in text, f"{lab.name}: no '{section}' section"
+        number = int(lab.name.split("-")[0])
+        assert f"make lab LAB={number}" in text
+
+
+def run_block(block: Block, repo: Path) -> tuple[int, str, float]:
+    """Run one block with bash in its own process group; kill what it leaves behind."""
+    options = ["-o", "pipefail"] if block.fails else ["-e", "-o", "pipefail"]
+    started = time.monotonic()
+    process = subprocess.Popen(
+        ["bash", *options, "-c", block.code],
+        cwd=repo,
+        env=copy_env(**SMOKE_ENV),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        output, _ = process.communicate(timeout=BLOCK_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        output, _ = process.communicate()
+        output += f"\n[timed out after {BLOCK_TIMEOUT_S} s]"
+    finally:
+        try:  # background servers the block started and did not stop
+            os.killpg(process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    return process.returncode, output, time.monotonic() - started
+
+
+@pytest.mark.parametrize("page", pages_with_runnable_blocks())
+def test_runnable_blocks(page, tmp_path):
+    repo = repo_copy(tmp_path / "repo")
+    for block in (b for b in blocks(REPO_ROOT / page) if b.runnable):
+        code, output, took = run_block(block, repo)
+        where = f"{page}:{block.line} ({took:.0f} s)"
+        print(f"\n--- {where}: exit {code}\n{block.code}{output[-2000:]}")
+        assert "Traceback (most recent call last)" not in output, f"{where}\n{output[-4000:]}"
+        if block.fails:
+            assert code != 0, f"{where}: expected to fail, exited 0\n{output[-4000:]}"
+        else:
+            assert code == 0, f"{where}: exit {code}\n{output[-4000:]}"
