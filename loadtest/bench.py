@@ -621,6 +621,40 @@ class Bench:
 
     # ---------------------------------------------------------------- finish
 
+    def print_summary(self) -> None:
+        """Requests/s per stack and scenario at the highest connection level, ceiling last."""
+        from rich.table import Table
+
+        from .report.summary import measurement_rows
+
+        rows = [
+            r for r in measurement_rows(read_records(self.folder / RESULTS_FILE))
+            if not r["rate_spec"] and r["cpu_quota"] is None and r["rps_median"]
+        ]  # fmt: skip
+        if not rows:
+            return
+        scenarios = [s for s in plan.SCENARIOS if any(r["scenario"] == s for r in rows)]
+        top = {s: max(r["connections"] for r in rows if r["scenario"] == s) for s in scenarios}
+        table = Table(
+            title="requests/s (median) at the highest connection level", title_justify="left"
+        )
+        table.add_column("stack")
+        for scenario in scenarios:
+            table.add_column(f"{scenario} c={top[scenario]}", justify="right")
+        stacks = sorted({r["stack"] for r in rows}, key=lambda s: (s == calibration.NAME, s))
+        for stack in stacks:
+            cells = []
+            for scenario in scenarios:
+                row = next((r for r in rows if r["stack"] == stack and r["scenario"] == scenario
+                            and r["connections"] == top[scenario]), None)  # fmt: skip
+                cell = f"{row['rps_median']:,.0f}" if row else "-"
+                if row and row["client_bound_runs"]:
+                    cell += " (client-bound)"
+                cells.append(cell)
+            name = next(r["display_name"] for r in rows if r["stack"] == stack)
+            table.add_row(escape(name), *cells)
+        self.console.print(table)
+
     def finish(self) -> int:
         from .report import generate
 
@@ -633,6 +667,7 @@ class Bench:
             self.console.print(f"[red]report generation failed: {exc!r}; "
                                f"retry with: make report RUN={self.run_id}[/]")  # fmt: skip
             return 1
+        self.print_summary()
         self.console.print(f"\n[bold]results:[/] {escape(str(self.folder))}")
         for path in outputs:
             self.console.print(f"  {path.relative_to(self.folder)}")
