@@ -53,8 +53,12 @@ LABS = {
         Lab(2, "lab2-headers", "docs/labs/2-headers.md", "Headers matter"),
         Lab(3, "lab3-workers", "docs/labs/3-workers.md", "Sync vs async workers"),
         Lab(4, "lab4-cpu-cap", "docs/labs/4-cpu-cap.md", "Saturation under a CPU cap"),
-        Lab(5, "lab5-coordinated-omission", "docs/labs/5-coordinated-omission.md",
-            "Coordinated omission"),  # fmt: skip
+        Lab(
+            5,
+            "lab5-coordinated-omission",
+            "docs/labs/5-coordinated-omission.md",
+            "Coordinated omission",
+        ),
     )
 }
 
@@ -273,11 +277,8 @@ def coordinated_omission(settings: dict, folder: Path, say=print) -> dict:
     its whole process group for `stall_for` s from `stall_at` s.
     """
     from .bench import install_oha
-    from .check import run_conformance
     from .native import NativeRunner
-    from .runner import Limits
     from .tools import get_tool
-    from .tools.base import LoadSpec
 
     manifest = load(settings["stack"])
     runner = NativeRunner()
@@ -291,13 +292,28 @@ def coordinated_omission(settings: dict, folder: Path, say=print) -> dict:
         install_oha(Console())
     for name in ("oha", "wrk"):
         if not tools[name].available():
-            raise KnobError(f"lab 5: {name} is not installed (scripts/install-oha.sh, make bootstrap)")
+            raise KnobError(
+                f"lab 5: {name} is not installed (scripts/install-oha.sh, make bootstrap)"
+            )
 
     folder.mkdir(parents=True, exist_ok=True)
-    with contextlib.suppress(OSError):  # the harness itself stays off the server cores
-        os.sched_setaffinity(0, settings["client_cpus"])
     say(f"[{manifest.name}] build")
     runner.build(manifest)
+    affinity = os.sched_getaffinity(0)
+    # The harness (and the stall thread) stays off the server cores while it measures.
+    with contextlib.suppress(OSError):
+        os.sched_setaffinity(0, settings["client_cpus"])
+    try:
+        return _measure_lab5(settings, folder, manifest, runner, tools, say)
+    finally:
+        os.sched_setaffinity(0, affinity)
+
+
+def _measure_lab5(settings: dict, folder: Path, manifest, runner, tools: dict, say) -> dict:
+    from .check import run_conformance
+    from .runner import Limits
+    from .tools.base import LoadSpec
+
     limits = Limits(cpus=tuple(settings["server_cpus"]))
     server = runner.start(manifest, limits, settings.get("port"))
     data = {
@@ -321,8 +337,13 @@ def coordinated_omission(settings: dict, folder: Path, say=print) -> dict:
             )
         url = server.base_url + "/"
         if settings["warmup"] > 0:
-            warm = LoadSpec(url, settings["connections"], settings["warmup"], settings["timeout"],
-                            client_cpus=tuple(settings["client_cpus"]))  # fmt: skip
+            warm = LoadSpec(
+                url,
+                settings["connections"],
+                settings["warmup"],
+                settings["timeout"],
+                client_cpus=tuple(settings["client_cpus"]),
+            )
             tools["wrk"].run(warm, folder / "raw" / "warmup")
         for key, run in lab5_schedule(settings.get("rounds", 1), settings["baselines"]):
             spec = LoadSpec(
@@ -377,8 +398,11 @@ def lab5_summary(runs: dict) -> dict:
         return [round(v, 2) for v in values if v is not None]
 
     summary = {}
-    for key, name in (("oha-corrected", "corrected"), ("oha-uncorrected", "uncorrected"),
-                      ("wrk", "wrk")):  # fmt: skip
+    for key, name in (
+        ("oha-corrected", "corrected"),
+        ("oha-uncorrected", "uncorrected"),
+        ("wrk", "wrk"),
+    ):
         values = p99s(key)
         summary[f"p99_{name}_ms"] = statistics.median(values) if values else None
         summary[f"p99_{name}_rounds_ms"] = values
@@ -388,9 +412,9 @@ def lab5_summary(runs: dict) -> dict:
     base, stalled = runs.get("wrk-baseline"), runs.get("wrk")
     if base and stalled and base.get("rps"):
         # What the closed loop did not send while the server stood still.
-        summary["wrk_requests_missing"] = round(base["rps"] * stalled["duration_s"]) - stalled[
-            "requests"
-        ]
+        summary["wrk_requests_missing"] = (
+            round(base["rps"] * stalled["duration_s"]) - stalled["requests"]
+        )
     return summary
 
 
@@ -404,8 +428,10 @@ def _latency_line(record: dict) -> str:
     lat = record.get("latency_ms") or {}
     if not record.get("ok") or not lat:
         return f"failed: {record.get('problem') or 'no latency'}"
-    return (f"{record['requests']:,} responses, p50 {_ms(lat.get('p50'))} ms, "
-            f"p99 {_ms(lat.get('p99'))} ms, max {_ms(lat.get('max'))} ms")  # fmt: skip
+    return (
+        f"{record['requests']:,} responses, p50 {_ms(lat.get('p50'))} ms, "
+        f"p99 {_ms(lat.get('p99'))} ms, max {_ms(lat.get('max'))} ms"
+    )
 
 
 def lab5_chart(data: dict, path: Path) -> Path | None:
@@ -417,13 +443,13 @@ def lab5_chart(data: dict, path: Path) -> Path | None:
         import matplotlib.pyplot as plt
     except ImportError:
         return None
-    runs = [(k, r) for k, r in data["runs"].items() if r.get("latency_ms")]
+    runs = [r for r in data["runs"].values() if r.get("latency_ms")]
     if not runs:
         return None
     marks = ["p50", "p90", "p99", "p99.9"]
     fig, ax = plt.subplots(figsize=(9, 4.5))
     width = 0.8 / len(runs)
-    for i, (key, run) in enumerate(runs):
+    for i, run in enumerate(runs):
         values = [max(run["latency_ms"].get(m) or 0, 0.01) for m in marks]
         xs = [j + (i - (len(runs) - 1) / 2) * width for j in range(len(marks))]
         ax.bar(xs, values, width, label=run["label"])
@@ -541,4 +567,3 @@ def _shown(path: Path) -> str:
     with contextlib.suppress(ValueError):
         return str(path.relative_to(REPO_ROOT))
     return str(path)
-

@@ -10,7 +10,6 @@ generated docker-compose.yml is regenerated from the manifests.
 from __future__ import annotations
 
 import argparse
-import keyword
 import re
 import shutil
 import sys

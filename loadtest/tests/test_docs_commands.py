@@ -2,8 +2,8 @@
 
 Fenced blocks whose info string is `sh runnable` (or `bash runnable`) in
 README.md, docs/*.md and docs/labs/*.md are extracted and run in order, one
-bash script per block, each page in its own scratch copy of the repository
-(tracked files only; the tooling venv is shared). A block marked
+bash script per block, in a scratch copy of the repository (tracked files
+only; the tooling venv is shared; one copy serves every page). A block marked
 `runnable fails` must exit non-zero (a check that is meant to fail, such as
 `make check` on a fresh stub).
 
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 import subprocess
 import time
@@ -84,8 +85,9 @@ def pages() -> list[Path]:
 
 
 def pages_with_runnable_blocks() -> list[str]:
-    return [p.relative_to(REPO_ROOT).as_posix() for p in pages() if any(
-        b.runnable for b in blocks(p))]  # fmt: skip
+    return [
+        p.relative_to(REPO_ROOT).as_posix() for p in pages() if any(b.runnable for b in blocks(p))
+    ]
 
 
 def test_block_parser(tmp_path):
@@ -118,8 +120,13 @@ def test_contributor_and_lab_pages_run_every_command():
     assert len(labs) >= 5
     for lab in labs:
         text = lab.read_text()
-        for section in ("## Goal", "## Commands", "## What to look for in the charts",
-                        "## Questions", "## What the answer depends on"):  # fmt: skip
+        for section in (
+            "## Goal",
+            "## Commands",
+            "## What to look for in the charts",
+            "## Questions",
+            "## What the answer depends on",
+        ):
             assert section in text, f"{lab.name}: no '{section}' section"
         number = int(lab.name.split("-")[0])
         assert f"make lab LAB={number}" in text
@@ -152,9 +159,24 @@ def run_block(block: Block, repo: Path) -> tuple[int, str, float]:
     return process.returncode, output, time.monotonic() - started
 
 
+@pytest.fixture(scope="module")
+def docs_repo(tmp_path_factory) -> Path:
+    """One scratch copy for every page, seeded with the smoke stack's build output.
+
+    The runner rebuilds a stack only when its sources changed, so the copied
+    build of an unchanged stack is reused and no page pays for it again.
+    """
+    repo = repo_copy(tmp_path_factory.mktemp("docs") / "repo")
+    for stack in SMOKE_ENV["SERVERS"].split(","):
+        built = REPO_ROOT / ".build" / stack
+        if built.is_dir():
+            shutil.copytree(built, repo / ".build" / stack, ignore=shutil.ignore_patterns("*.log"))
+    return repo
+
+
 @pytest.mark.parametrize("page", pages_with_runnable_blocks())
-def test_runnable_blocks(page, tmp_path):
-    repo = repo_copy(tmp_path / "repo")
+def test_runnable_blocks(page, docs_repo):
+    repo = docs_repo
     for block in (b for b in blocks(REPO_ROOT / page) if b.runnable):
         code, output, took = run_block(block, repo)
         where = f"{page}:{block.line} ({took:.0f} s)"

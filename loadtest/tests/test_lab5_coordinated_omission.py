@@ -112,7 +112,9 @@ def test_lab5_oha_corrected_tail_is_ten_times_the_uncorrected(tmp_path):
         # uncorrected tail, and one noisy round must not decide.
         "rounds": ROUNDS,
     }
+    affinity = os.sched_getaffinity(0)
     data = labs.coordinated_omission(settings, tmp_path / "lab5")
+    assert os.sched_getaffinity(0) == affinity, "the test process's CPUs are restored"
     runs = data["runs"]
     stalled = [f"oha-corrected-r{r}" for r in range(1, ROUNDS + 1)]
     stalled += [f"oha-uncorrected-r{r}" for r in range(1, ROUNDS + 1)] + ["wrk"]

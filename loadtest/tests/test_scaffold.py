@@ -27,8 +27,22 @@ TEMPLATES = REPO_ROOT / "servers" / "_templates"
 LANGUAGES = list(scaffold.PORT_BLOCKS)
 EXACT_TAG = re.compile(r"^[a-z0-9./-]+:(\d+(\.\d+)+[^:]*|[a-z]+-\d{8}[^:]*)$")
 # Environment variables that must not leak from an outer make or bench into the copy.
-LEAKY_ENV = ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES", "PROFILE", "SERVERS", "SERVER",
-             "DURATION", "WARMUP", "REPEAT", "CONNECTIONS", "SCENARIOS", "TOOL", "RATE")  # fmt: skip
+LEAKY_ENV = (
+    "MAKEFLAGS",
+    "MFLAGS",
+    "MAKELEVEL",
+    "MAKEOVERRIDES",
+    "PROFILE",
+    "SERVERS",
+    "SERVER",
+    "DURATION",
+    "WARMUP",
+    "REPEAT",
+    "CONNECTIONS",
+    "SCENARIOS",
+    "TOOL",
+    "RATE",
+)
 
 
 # --------------------------------------------------------------- helpers
@@ -86,16 +100,25 @@ def never_busy(port: int) -> bool:
     return False
 
 
+def create(servers: Path, name: str, language: str, **kwargs) -> scaffold.Created:
+    """create_stack on a fake servers/ folder, with no port counted as busy."""
+    return scaffold.create_stack(
+        name,
+        language,
+        servers_dir=servers,
+        templates_dir=servers / "_templates",
+        busy=never_busy,
+        **kwargs,
+    )
+
+
 # ------------------------------------------------------------- templates
 
 
 @pytest.mark.parametrize("language", LANGUAGES)
 def test_template_renders_a_valid_commented_stack(tmp_path, language):
     servers = fake_servers(tmp_path, {"gin": 8101})
-    created = scaffold.create_stack(
-        f"demo-{language}", language, servers_dir=servers,
-        templates_dir=servers / "_templates", busy=never_busy,
-    )  # fmt: skip
+    created = create(servers, f"demo-{language}", language)
     assert created.port in scaffold.PORT_BLOCKS[language]
     manifest = load(created.name, servers)
     assert validate_all(servers) == []
@@ -134,8 +157,7 @@ def test_go_stub_is_gofmt_clean(tmp_path):
     if shutil.which("gofmt") is None:
         pytest.skip("gofmt not installed")
     servers = fake_servers(tmp_path, {})
-    created = scaffold.create_stack("demo", "go", servers_dir=servers,
-                                    templates_dir=servers / "_templates", busy=never_busy)  # fmt: skip
+    created = create(servers, "demo", "go")
     result = subprocess.run(["gofmt", "-l", str(created.folder)], capture_output=True, text=True)
     assert result.stdout == "" and result.returncode == 0
 
@@ -143,16 +165,14 @@ def test_go_stub_is_gofmt_clean(tmp_path):
 @pytest.mark.parametrize("language", ["python", "other"])
 def test_python_stubs_compile(tmp_path, language):
     servers = fake_servers(tmp_path, {})
-    created = scaffold.create_stack("demo", language, servers_dir=servers,
-                                    templates_dir=servers / "_templates", busy=never_busy)  # fmt: skip
+    created = create(servers, "demo", language)
     for path in created.folder.rglob("*.py"):
         compile(path.read_text(), str(path), "exec")
 
 
 def test_csharp_stub_requires_dotnet(tmp_path):
     servers = fake_servers(tmp_path, {})
-    created = scaffold.create_stack("demo", "csharp", servers_dir=servers,
-                                    templates_dir=servers / "_templates", busy=never_busy)  # fmt: skip
+    created = create(servers, "demo", "csharp")
     assert load("demo", servers).native["requires"] == ["dotnet"]
     assert (created.folder / "demo.csproj").is_file()
 
@@ -205,24 +225,22 @@ def test_bad_and_existing_names_are_refused(tmp_path, name, message):
     (servers / "leftover").mkdir()
     before = sorted(p.name for p in servers.iterdir())
     with pytest.raises(scaffold.ScaffoldError, match=re.escape(message)):
-        scaffold.create_stack(name, "go", servers_dir=servers,
-                              templates_dir=servers / "_templates", busy=never_busy)  # fmt: skip
+        create(servers, name, "go")
     assert sorted(p.name for p in servers.iterdir()) == before, "nothing left behind"
 
 
 def test_other_refusals(tmp_path):
     servers = fake_servers(tmp_path, {"gin": 8101})
-    kwargs = dict(servers_dir=servers, templates_dir=servers / "_templates", busy=never_busy)
     with pytest.raises(scaffold.ScaffoldError, match="not a template"):
-        scaffold.create_stack("fast", "rust", **kwargs)
+        create(servers, "fast", "rust")
     with pytest.raises(scaffold.ScaffoldError, match="taken by servers/gin/"):
-        scaffold.create_stack("fast", "go", display_name="gin", **kwargs)
+        create(servers, "fast", "go", display_name="gin")
     with pytest.raises(scaffold.ScaffoldError, match="printable ASCII"):
-        scaffold.create_stack("fast", "go", display_name="Fast!", **kwargs)
+        create(servers, "fast", "go", display_name="Fast!")
     with pytest.raises(scaffold.ScaffoldError, match="used by gin"):
-        scaffold.create_stack("fast", "go", port=8101, **kwargs)
+        create(servers, "fast", "go", port=8101)
     with pytest.raises(scaffold.ScaffoldError, match="Java package a keyword"):
-        scaffold.create_stack("new", "java", **kwargs)
+        create(servers, "new", "java")
     assert scaffold.normalise_language("Golang") == "go"
     assert scaffold.normalise_language("C#") == "csharp"
 
@@ -245,8 +263,20 @@ def test_new_stacks_end_to_end_in_a_repository_copy(tmp_path):
     # The baseline: a compose file current for the copied manifests (the working tree's
     # may list stacks whose folders are not tracked yet).
     assert run([py, "-m", "loadtest.compose"], repo).returncode == 0
-    run(["git", "-c", "user.name=serverlab", "-c", "user.email=serverlab@localhost",
-         "commit", "-q", "-am", "current compose file"], repo)  # fmt: skip
+    run(
+        [
+            "git",
+            "-c",
+            "user.name=serverlab",
+            "-c",
+            "user.email=serverlab@localhost",
+            "commit",
+            "-q",
+            "-am",
+            "current compose file",
+        ],
+        repo,
+    )
 
     usage = run(["make", "new-server", "NAME=demo-x"], repo)
     assert usage.returncode == 2 and "usage: make new-server" in usage.stdout
@@ -289,8 +319,20 @@ def test_new_stacks_end_to_end_in_a_repository_copy(tmp_path):
     if shutil.which("dotnet") is None:
         assert "toolchain not found: dotnet" in csharp_row
 
-    planned = run([py, "-m", "loadtest", "bench", "--profile", "smoke", "--dry-run",
-                   "--servers", ",".join(names.values())], repo)  # fmt: skip
+    planned = run(
+        [
+            py,
+            "-m",
+            "loadtest",
+            "bench",
+            "--profile",
+            "smoke",
+            "--dry-run",
+            "--servers",
+            ",".join(names.values()),
+        ],
+        repo,
+    )
     assert planned.returncode == 0, planned.stdout + planned.stderr
     for name in names.values():
         assert name in planned.stdout
@@ -304,7 +346,9 @@ def test_new_stacks_end_to_end_in_a_repository_copy(tmp_path):
     print(output[-6000:])
     assert checked.returncode == 2, output[-3000:]  # make's status when check fails
     for name in runnable:
-        assert re.search(rf"\[{name}\] ready in", output), f"{name} did not start:\n{output[-3000:]}"
+        assert re.search(rf"\[{name}\] ready in", output), (
+            f"{name} did not start:\n{output[-3000:]}"
+        )
         assert re.search(rf"\[{name}\] FAIL hello-status\b.*501", output), name
         assert re.search(rf"\[{name}\] FAIL workday-now\b.*", output), name
         for rule in ("not-found", "method-not-allowed"):
@@ -320,6 +364,7 @@ def test_new_stacks_end_to_end_in_a_repository_copy(tmp_path):
         go_test = run(["go", "test", "-count=1", "./..."], repo / "servers" / names["go"])
         assert "--- FAIL: TestContract" in go_test.stdout
         assert "--- FAIL: TestDisplayNameMatchesManifest" not in go_test.stdout
-    py_test = run([py, "-m", "pytest", "-q", "-k", "display_name",
-                   f"servers/{names['python']}/tests"], repo)  # fmt: skip
+    py_test = run(
+        [py, "-m", "pytest", "-q", "-k", "display_name", f"servers/{names['python']}/tests"], repo
+    )
     assert py_test.returncode == 0, py_test.stdout
