@@ -20,6 +20,7 @@ import contextlib
 import datetime as dt
 import math
 import os
+import re
 import signal
 import statistics
 import threading
@@ -78,7 +79,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def list_labs() -> str:
-    lines = ["Labs (make lab LAB=<n>; each page has the goal, the questions and the answers):"]
+    lines = ["Labs (make lab LAB=<n>; each page has the goal, what to look for and the questions):"]
     for lab in LABS.values():
         lines.append(f"  {lab.number}  {lab.title:<28} {lab.page}  (profile {lab.profile})")
     return "\n".join(lines)
@@ -145,7 +146,7 @@ def run_bench_lab(lab: Lab, knobs: Knobs, results_dir: Path) -> int:
     code = Bench(knobs, folder, Console(highlight=False, soft_wrap=True)).run()
     print(f"\nLab {lab.number} report: {_shown(folder / 'report.html')}")
     print(f"  tables: {_shown(folder / 'summary.md')}; charts: {_shown(folder / 'charts')}/")
-    print(f"  what to look for, questions and answers: {lab.page}")
+    print(f"  what to look for and the questions: {lab.page}")
     return code
 
 
@@ -228,6 +229,20 @@ LAB5_RUNS = (
 )
 # Run in every round; the others once. The summary takes the median over rounds.
 REPEATED = ("oha-corrected", "oha-uncorrected")
+
+
+ROUND_SUFFIX = re.compile(r"-r\d+$")
+
+
+def ordered_runs(runs: dict) -> list[tuple[str, dict]]:
+    """Records in the order of LAB5_RUNS, rounds in order (JSON files sort their keys)."""
+    order = [run.key for run in LAB5_RUNS]
+
+    def rank(key: str) -> tuple[int, str]:
+        base = ROUND_SUFFIX.sub("", key)
+        return (order.index(base) if base in order else len(order), key)
+
+    return sorted(runs.items(), key=lambda item: rank(item[0]))
 
 
 def lab5_schedule(rounds: int, baselines: bool) -> list[tuple[str, Lab5Run]]:
@@ -393,7 +408,7 @@ def lab5_summary(runs: dict) -> dict:
         values = [
             (run.get("latency_ms") or {}).get("p99")
             for name, run in runs.items()
-            if name == key or name.startswith(key + "-r")
+            if ROUND_SUFFIX.sub("", name) == key
         ]
         return [round(v, 2) for v in values if v is not None]
 
@@ -415,6 +430,9 @@ def lab5_summary(runs: dict) -> dict:
         summary["wrk_requests_missing"] = (
             round(base["rps"] * stalled["duration_s"]) - stalled["requests"]
         )
+        stall = stalled.get("stall") or {}
+        summary["wrk_requests_missing_stall_only"] = round(base["rps"] * stall.get("length_s", 0))
+        summary["wrk_baseline_rps"] = round(base["rps"])
     return summary
 
 
@@ -443,16 +461,25 @@ def lab5_chart(data: dict, path: Path) -> Path | None:
         import matplotlib.pyplot as plt
     except ImportError:
         return None
-    runs = [r for r in data["runs"].values() if r.get("latency_ms")]
-    if not runs:
-        return None
     marks = ["p50", "p90", "p99", "p99.9"]
-    fig, ax = plt.subplots(figsize=(9, 4.5))
-    width = 0.8 / len(runs)
-    for i, run in enumerate(runs):
-        values = [max(run["latency_ms"].get(m) or 0, 0.01) for m in marks]
-        xs = [j + (i - (len(runs) - 1) / 2) * width for j in range(len(marks))]
-        ax.bar(xs, values, width, label=run["label"])
+    # One bar group per measurement; a measurement repeated in rounds shows its medians.
+    groups: dict[str, list[dict]] = {}
+    for key, run in ordered_runs(data["runs"]):
+        if run.get("latency_ms"):
+            groups.setdefault(ROUND_SUFFIX.sub("", key), []).append(run)
+    if not groups:
+        return None
+    fig, ax = plt.subplots(figsize=(10, 4.5))
+    width = 0.8 / len(groups)
+    for i, runs in enumerate(groups.values()):
+        values = [
+            max(statistics.median(r["latency_ms"].get(m) or 0 for r in runs), 0.01) for m in marks
+        ]
+        xs = [j + (i - (len(groups) - 1) / 2) * width for j in range(len(marks))]
+        label = runs[0]["label"].split(", round")[0]
+        ax.bar(
+            xs, values, width, label=label + (f" (median of {len(runs)})" if len(runs) > 1 else "")
+        )
     ax.set_yscale("log")
     ax.set_xticks(range(len(marks)), marks)
     ax.set_ylabel("latency (ms, log scale)")
@@ -463,7 +490,7 @@ def lab5_chart(data: dict, path: Path) -> Path | None:
         fontsize=10,
     )
     ax.axhline(s["stall_for"] * 1000, color="black", linestyle=":", linewidth=1)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=2)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -486,7 +513,7 @@ def lab5_markdown(data: dict, chart: Path | None) -> str:
         "| run | responses | req/s | p50 ms | p90 ms | p99 ms | p99.9 ms | max ms | stall |",
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
     ]
-    for run in data["runs"].values():
+    for _, run in ordered_runs(data["runs"]):
         lat = run.get("latency_ms") or {}
         stall = run.get("stall")
         stall_text = f"{stall['length_s']:.2f} s at {stall['started_s']:.1f} s" if stall else "none"
@@ -503,7 +530,7 @@ def lab5_markdown(data: dict, chart: Path | None) -> str:
             f"its uncorrected p99 {_ms(summary['p99_uncorrected_ms'])} ms"
             + (f" (medians of {rounds} rounds)" if rounds > 1 else "")
             + ": "
-            f"{summary['corrected_over_uncorrected']:g} times apart, for the same requests. "
+            f"{summary['corrected_over_uncorrected']:g} times apart, for the same stall. "
             "Measured from when each request was due, the requests the stall delayed carry the "
             "wait; measured from when they were finally sent, they look fast."
         )
@@ -516,13 +543,21 @@ def lab5_markdown(data: dict, chart: Path | None) -> str:
         )
     if summary.get("wrk_requests_missing") is not None:
         lines.append(
-            f"- Against its own no-stall baseline, wrk completed about "
-            f"{summary['wrk_requests_missing']:,} fewer requests: the closed loop waited with "
-            "the server instead of queueing work the way real users would."
+            f"- wrk completed {summary['wrk_requests_missing']:,} fewer requests than its "
+            f"no-stall baseline. A {s['stall_for']:g} s pause at the baseline's "
+            f"{summary['wrk_baseline_rps']:,} requests/s accounts for about "
+            f"{summary['wrk_requests_missing_stall_only']:,} of them"
+            + (
+                " (the rest is this host's run-to-run noise)"
+                if summary["wrk_requests_missing"] > summary["wrk_requests_missing_stall_only"]
+                else " (run-to-run noise hides part of it)"
+            )
+            + ": the closed loop waited with the server instead of receiving the requests "
+            "that users would have kept sending."
         )
     if chart:
         lines += ["", f"![latency percentiles per run]({chart.name})"]
-    lines += ["", "Questions and answers: docs/labs/5-coordinated-omission.md.", ""]
+    lines += ["", "What to look for and the questions: docs/labs/5-coordinated-omission.md.", ""]
     return "\n".join(lines)
 
 
@@ -544,7 +579,7 @@ def run_lab5(knobs: Knobs, results_dir: Path, smoke: bool) -> int:
         raise
     print(f"\nLab 5 report: {_shown(folder / LAB5_REPORT)}")
     print(f"  data: {_shown(folder / 'lab5.json')}; chart: {_shown(folder / 'lab5-latency.png')}")
-    print("  what to look for, questions and answers: docs/labs/5-coordinated-omission.md")
+    print("  what to look for and the questions: docs/labs/5-coordinated-omission.md")
     return 0
 
 
