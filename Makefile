@@ -71,6 +71,15 @@ test: bootstrap ## Every test: manifests, unit tests per language, make check, s
 bench: bootstrap ## Benchmark stacks and write results/<run-id>/: make bench [PROFILE=quick] [SERVERS=...]
 	@$(HARNESS) bench $(BENCH_ARGS)
 
+.PHONY: hostile
+hostile: bootstrap ## Hostile input (schemathesis, raw-socket cases) against each stack: make hostile [SERVERS=gin,sanic]
+	@$(HARNESS) hostile $(call knob,SERVERS,servers) $(call knob,SEED,seed)
+
+.PHONY: soak
+soak: bootstrap ## Constant rate at 70% of the peak; fails on errors or RSS growth: make soak SERVER=gin [DURATION=10m]
+	@test -n "$(SERVER)" || { echo "usage: make soak SERVER=<name> [DURATION=10m]  (make list shows the names)"; exit 2; }
+	@$(HARNESS) soak --servers '$(SERVER)' --duration '$(or $(strip $(DURATION)),10m)'
+
 .PHONY: report
 report: bootstrap ## Regenerate tables, charts and report.html of a run: make report RUN=<id>
 	@test -n "$(RUN)" || { echo "usage: make report RUN=<run-id>  (see results/)"; exit 2; }

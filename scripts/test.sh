@@ -66,6 +66,8 @@ if [[ -f servers/_shared/java/pom.xml ]]; then
 fi
 
 stage check "$PY" -m loadtest check
+stage hostile "$PY" -m loadtest hostile --quick
+stage soak "$PY" -m loadtest soak --servers gin,sanic,spring-webflux --duration 30s
 
 if "$PY" -m loadtest bench --help >/dev/null 2>&1; then
   stage bench-smoke "$PY" -m loadtest bench --profile smoke --servers gin,sanic

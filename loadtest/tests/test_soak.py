@@ -1,0 +1,95 @@
+"""The soak run's arithmetic: durations, windows, the three figures and the verdict.
+
+The run itself (a stack, wrk and oha) is exercised by the soak stage of
+`make test`; these tests pin down how its numbers are judged.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from loadtest import soak
+from loadtest.tools.base import LoadResult
+
+
+@pytest.mark.parametrize(
+    "text,seconds",
+    [("30s", 30), ("10m", 600), ("1h", 3600), ("1m30s", 90), ("45", 45), ("2.5", 2.5)],
+)
+def test_durations(text, seconds):
+    assert soak.parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["", "10x", "m", "1m 30s", "-5s", "ten"])
+def test_bad_durations(text):
+    with pytest.raises(ValueError):
+        soak.parse_duration(text)
+
+
+def test_short_runs_use_tenths_and_long_runs_minutes():
+    assert soak.windows(30) == [3.0] * 10
+    assert soak.windows(600) == [60.0] * 10
+    assert soak.windows(3600) == [60.0] * 60
+    assert sum(soak.windows(125)) == pytest.approx(125)
+
+
+def record(window, p99, rss, errors=0, requests=1000, seconds=1.0):
+    return {"window": window, "requests": requests, "seconds": seconds, "rps": requests / seconds,
+            "p99_ms": p99, "rss": rss, "errors": errors}  # fmt: skip
+
+
+def test_clean_run_passes_and_reports_three_figures():
+    records = [record(1, 2.0, 100_000_000), record(2, 2.5, 104_000_000), record(3, 3.0, 105_000_000)]
+    v = soak.verdict(records, rate=1000)
+    assert v["failures"] == []
+    assert v["errors"] == 0
+    assert (v["p99_first_ms"], v["p99_last_ms"]) == (2.0, 3.0)
+    assert v["p99_drift"] == pytest.approx(1.5)
+    assert v["rss_growth"] == pytest.approx(0.05)
+    assert v["rate_kept"]
+
+
+def test_any_error_fails():
+    v = soak.verdict([record(1, 2.0, 100), record(2, 2.0, 100, errors=1)], rate=1000)
+    assert v["failures"] == ["1 error(s)"]
+
+
+def test_rss_growth_above_ten_percent_fails():
+    v = soak.verdict([record(1, 2.0, 100_000_000), record(2, 2.0, 111_000_000)], rate=1000)
+    assert v["failures"] == ["RSS growth +11.0% (limit 10%)"]
+
+
+def test_latency_drift_is_reported_not_judged():
+    v = soak.verdict([record(1, 1.0, 100), record(2, 50.0, 100)], rate=1000)
+    assert v["failures"] == [] and v["p99_drift"] == 50
+
+
+def test_a_window_without_a_report_fails():
+    v = soak.verdict([record(1, 1.0, 100), record(2, None, 100, errors=None)], rate=1000)
+    assert "no oha report for window(s) [2]" in v["failures"]
+
+
+def test_rate_not_kept_is_flagged():
+    v = soak.verdict([record(1, 1.0, 100, requests=800)], rate=1000)
+    assert not v["rate_kept"]
+
+
+def test_window_record_counts_every_error_kind():
+    load = LoadResult(tool="oha", requests=990, duration_s=1.0, rps=990.0)
+    load.errors.update(connect=1, timeout=2, non2xx=3)
+    load.latency_ms = {"p50": 1.0, "p99": 4.0, "max": 9.0}
+    w = soak.window_record(0, load, 123)
+    assert w["errors"] == 6 and w["window"] == 1 and w["rss"] == 123
+    assert w["error_kinds"] == {"connect": 1, "timeout": 2, "non2xx": 3}
+
+
+def test_summary_table():
+    result = {"stack": "gin", "status": "passed", "windows": [], "peak_rps": 50000,
+              "rate": 35000, "rate_kept": True, "errors": 0, "p99_first_ms": 1.0,
+              "p99_last_ms": 1.2, "rss_growth": 0.01, "rss_first": 20e6, "rss_last": 20.2e6}  # fmt: skip
+    skipped = {"stack": "spring-webflux", "status": "skipped", "reason": "toolchain not found"}
+    lines = soak.summary([result, skipped]).splitlines()
+    assert lines[0].split()[:3] == ["stack", "result", "peak"]
+    assert lines[2].split() == ["gin", "PASSED", "50,000/s", "35,000/s", "0", "1.00", "ms",
+                                "1.20", "ms", "+1.0%", "(20", "->", "20", "MB)"]  # fmt: skip
+    assert lines[3].split()[:2] == ["spring-webflux", "SKIPPED"]
