@@ -435,29 +435,34 @@ def exchange_sequence(port: int, requests: list[bytes]) -> Exchange:
 
 
 def malformed_chunk(port: int) -> CaseResult:
-    """Transfer-Encoding: chunked with a broken chunk: rejected, then no confusion."""
+    """Transfer-Encoding: chunked with a broken chunk: refused, and never read as a request.
+
+    A chunk size that is well-formed but absurd (20 hex digits) is legal
+    HTTP: a server may refuse it or wait for the data; it must not crash or
+    answer the request hidden behind it.
+    """
     te = "Transfer-Encoding: chunked\r\n"
     variants = [
-        ("size not hex", request("/?n=1", te) + b"ZZZ\r\nhello\r\n0\r\n\r\n"),
-        ("size overflows", request("/?n=1", te) + b"FFFFFFFFFFFFFFFFFFFF\r\nhello\r\n0\r\n\r\n"),
-        ("data longer than size", request("/?n=1", te) + b"2\r\nhello\r\n0\r\n\r\n"),
-        ("POST, size not hex", request("/", te, method="POST") + b"ZZZ\r\nhello\r\n0\r\n\r\n"),
+        ("size not hex", request("/?n=1", te) + b"ZZZ\r\nhello\r\n0\r\n\r\n", True),
+        ("data longer than size", request("/?n=1", te) + b"2\r\nhello\r\n0\r\n\r\n", True),
+        ("POST, size not hex", request("/", te, method="POST") + b"ZZZ\r\nhello\r\n0\r\n\r\n", True),
+        ("huge size", request("/?n=1", te) + b"FFFFFFFFFFFFFFFFFFFF\r\nhello\r\n0\r\n\r\n", False),
     ]
     failed, details, statuses = [], [], []
-    for label, payload in variants:
+    for label, payload, malformed in variants:
         ex = exchange(port, payload + request("/?n=2"), expect=2)
         statuses += ex.statuses
-        ok, detail = tolerated(ex, lambda r: is_kb(1)(r) or is_kb(2)(r))
-        # The broken framing must be refused at some point: a 4xx or a close.
+        ok, detail = tolerated(ex, is_kb(1))  # a 2xx for the hidden n=2 is wrong
+        if not malformed and not ex.responses and ex.timed_out and not ex.error:
+            ok, detail = True, "waits for the announced data"
+        # Broken framing must be refused at some point: a 4xx or a close.
         refused = ex.closed or any(400 <= s < 500 for s in ex.statuses)
-        if ok and not refused:
+        if ok and malformed and not refused:
             ok, detail = False, f"malformed chunk accepted: {ex.describe()}"
         details.append(f"{label}: {detail}")
         if not ok:
             failed.append(f"{label}: {detail}")
-    return CaseResult(
-        "malformed-chunk", not failed, "; ".join(failed or details), statuses
-    )
+    return CaseResult("malformed-chunk", not failed, "; ".join(failed or details), statuses)
 
 
 PIPELINED = 100
@@ -544,8 +549,13 @@ def raise_file_limit(wanted: int) -> int:
     return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
 
 
-def idle_connections(port: int, count: int, hold_s: float = 2.0) -> CaseResult:
-    """`count` connections opened and held idle; a fresh request must still be served."""
+def idle_connections(
+    port: int, count: int, hold_s: float = 2.0, rss: Callable[[], int] | None = None
+) -> CaseResult:
+    """`count` connections opened and held idle; a fresh request must still be served.
+
+    `rss`, when given, reads the server's memory while the connections are held.
+    """
     case = "idle-connections"
     limit = raise_file_limit(count + 256)
     target = min(count, max(0, limit - 256))
@@ -577,6 +587,7 @@ def idle_connections(port: int, count: int, hold_s: float = 2.0) -> CaseResult:
         open_s = time.monotonic() - started
         time.sleep(hold_s / 2)
         ok, detail, took = served(port)
+        held_rss = rss() if rss else None
         time.sleep(hold_s / 2)
         closed = sum(_closed_by_peer(s) for s in socks)
     finally:
@@ -591,6 +602,7 @@ def idle_connections(port: int, count: int, hold_s: float = 2.0) -> CaseResult:
         "closed_by_server": closed,
         "open_s": round(open_s, 2),
         "fresh_request_s": round(took, 3),
+        "rss_held": held_rss,
     }
     detail = (
         f"{connected} of {count} connected in {open_s:.1f} s, server closed {closed}; "
