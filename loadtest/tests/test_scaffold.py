@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from loadtest import compose, scaffold
+from loadtest import compose, scaffold, supply_chain
 from loadtest.manifest import REPO_ROOT, REQUIRED_TABLES, REQUIRED_TOP, load, validate_all
 
 TEMPLATES = REPO_ROOT / "servers" / "_templates"
@@ -151,6 +151,12 @@ def test_template_renders_a_valid_commented_stack(tmp_path, language):
 
     readme = (created.folder / "README.md").read_text()
     assert "## Tuning choices" in readme and str(created.port) in readme
+
+    # The supply-chain rules (docs/reliability.md) hold from the first commit.
+    assert supply_chain.python_problems(manifest) == []
+    assert supply_chain.go_problems(created.folder) == []
+    if (created.folder / "pom.xml").is_file():
+        assert supply_chain.pom_problems(created.folder / "pom.xml") == []
 
 
 def test_go_stub_is_gofmt_clean(tmp_path):
