@@ -82,7 +82,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    console = Console(highlight=False, soft_wrap=True)
+    # Logs and CI have no terminal width: do not wrap status lines and tables at 80.
+    console = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 160)
     cli = {knob: getattr(args, knob) for knob in plan.KNOBS}
     try:
         if args.resume:
