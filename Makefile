@@ -26,6 +26,8 @@ RATE ?=
 TOOL ?=
 SEED ?=
 RESUME ?=
+PRIORITY ?=
+TIMEOUT ?=
 RUN ?=
 
 # Forward only the knobs that were set, as --knob value.
@@ -36,7 +38,7 @@ BENCH_ARGS = --profile '$(PROFILE)' $(call knob,SERVERS,servers) $(call knob,RUN
 	$(call knob,SERVER_CPUS,server-cpus) $(call knob,CLIENT_CPUS,client-cpus) \
 	$(call knob,SERVER_CPU_QUOTA,server-cpu-quota) $(call knob,SERVER_MEMORY,server-memory) \
 	$(call knob,RATE,rate) $(call knob,TOOL,tool) $(call knob,SEED,seed) \
-	$(call knob,RESUME,resume)
+	$(call knob,RESUME,resume) $(call knob,PRIORITY,priority) $(call knob,TIMEOUT,timeout)
 
 .PHONY: help
 help: ## List every target with one line each
@@ -44,7 +46,7 @@ help: ## List every target with one line each
 	@echo
 	@echo "  Knobs: SERVERS=a,b SERVER=x PROFILE=quick RUNNER=native|docker SCENARIOS CONNECTIONS"
 	@echo "         DURATION WARMUP REPEAT SERVER_CPUS CLIENT_CPUS SERVER_CPU_QUOTA SERVER_MEMORY"
-	@echo "         RATE TOOL SEED RESUME RUN"
+	@echo "         RATE TOOL SEED PRIORITY TIMEOUT RESUME RUN"
 
 .PHONY: bootstrap
 bootstrap: ## Install what this machine lacks (Debian packages, tooling venv)
