@@ -49,7 +49,7 @@ go_tests() {
 
 stage manifests "$PY" -m loadtest validate
 # shellcheck disable=SC2046
-stage python-unit "$PY" -m pytest -q $(python_test_dirs)
+stage python-unit "$PY" -m pytest -q --durations=15 $(python_test_dirs)
 
 if command -v go >/dev/null; then
   stage go-unit go_tests
