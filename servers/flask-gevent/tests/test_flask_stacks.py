@@ -94,8 +94,9 @@ def test_gunicorn_settings_differ_only_in_the_port():
 
 def pins(name):
     lines = (SERVERS / name / "requirements.txt").read_text().splitlines()
-    found = dict(line.split("==") for line in lines if line and not line.startswith("#"))
-    return {package.lower().replace("_", "-"): version for package, version in found.items()}
+    # pip-compile's format: "name==version \" then indented --hash lines.
+    found = dict(line.split()[0].split("==") for line in lines if line[:1].isalnum())
+    return {re.sub(r"[._]", "-", package.lower()): version for package, version in found.items()}
 
 
 def test_both_stacks_pin_the_same_versions():
