@@ -325,16 +325,18 @@ def invalid_request_line(port: int) -> CaseResult:
 
 def unknown_http_version(port: int) -> CaseResult:
     """A well-formed but unknown version may be served (RFC 9110 section 2.5: answer with
-    the highest version the server speaks) or refused with 505; a malformed one is a 400."""
+    the highest version the server speaks); malformed ones must be refused. 505 (Version
+    Not Supported) is a fair refusal of any of them."""
     newer = lambda ex: tolerated(ex, is_hello, allow_505=True)  # noqa: E731
+    refused = lambda ex: rejected(ex, allow_505=True)  # noqa: E731
     return _many(
         "unknown-http-version",
         port,
         [
             ("HTTP/9.9", request("/", version="HTTP/9.9"), newer),
-            ("HTTP/1.x", request("/", version="HTTP/1.x"), rejected),
-            ("HTTP/10.1", request("/", version="HTTP/10.1"), rejected),
-            ("HTXP/1.1", request("/", version="HTXP/1.1"), rejected),
+            ("HTTP/1.x", request("/", version="HTTP/1.x"), refused),
+            ("HTTP/10.1", request("/", version="HTTP/10.1"), refused),
+            ("HTXP/1.1", request("/", version="HTXP/1.1"), refused),
         ],
     )
 
