@@ -447,7 +447,11 @@ def malformed_chunk(port: int) -> CaseResult:
     variants = [
         ("size not hex", request("/?n=1", te) + b"ZZZ\r\nhello\r\n0\r\n\r\n", True),
         ("data longer than size", request("/?n=1", te) + b"2\r\nhello\r\n0\r\n\r\n", True),
-        ("POST, size not hex", request("/", te, method="POST") + b"ZZZ\r\nhello\r\n0\r\n\r\n", True),
+        (
+            "POST, size not hex",
+            request("/", te, method="POST") + b"ZZZ\r\nhello\r\n0\r\n\r\n",
+            True,
+        ),
         ("huge size", request("/?n=1", te) + b"FFFFFFFFFFFFFFFFFFFF\r\nhello\r\n0\r\n\r\n", False),
     ]
     failed, details, statuses = [], [], []
@@ -481,7 +485,8 @@ def pipelined(port: int) -> CaseResult:
     payload = b"".join(request(target) for target, _ in plan)
     ex = exchange(port, payload, expect=PIPELINED)
     wrong = [
-        f"#{i + 1} {r.status}" for i, (r, (_, good)) in enumerate(zip(ex.responses, plan))
+        f"#{i + 1} {r.status}"
+        for i, (r, (_, good)) in enumerate(zip(ex.responses, plan))
         if not good(r)
     ]
     got = len(ex.responses)
@@ -494,7 +499,10 @@ def pipelined(port: int) -> CaseResult:
     elif got and ex.responses[-1].closes and ex.closed:
         ok, detail = True, f"{got} of {PIPELINED} answered, then Connection: close as HTTP allows"
     else:
-        ok, detail = False, f"{got} of {PIPELINED} answered, then {ex.describe().split(', ', 1)[-1]}"
+        ok, detail = (
+            False,
+            f"{got} of {PIPELINED} answered, then {ex.describe().split(', ', 1)[-1]}",
+        )
     return CaseResult("pipelined-100", ok, detail, ex.statuses, {"answered": got})
 
 
@@ -638,7 +646,7 @@ def reset_mid_response(port: int) -> CaseResult:
             with contextlib.suppress(OSError):
                 sock.close()
     time.sleep(0.3)
-    ok, detail, took = served(port)
+    ok, detail, _ = served(port)
     return CaseResult(
         "reset-mid-response",
         ok and done == RESETS,

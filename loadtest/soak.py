@@ -21,7 +21,6 @@ import datetime as dt
 import json
 import re
 import sys
-import time
 from pathlib import Path
 
 from .errors import StepError
@@ -195,9 +194,7 @@ def verdict(records: list[dict], rate: float) -> dict:
     first, last = records[0], records[-1]
     growth = (last["rss"] - first["rss"]) / first["rss"] if first["rss"] else None
     drift = (
-        last["p99_ms"] / first["p99_ms"]
-        if first["p99_ms"] and last["p99_ms"] is not None
-        else None
+        last["p99_ms"] / first["p99_ms"] if first["p99_ms"] and last["p99_ms"] is not None else None
     )
     seconds = sum(r["seconds"] for r in records)
     achieved = sum(r["requests"] for r in records) / seconds if seconds else 0.0

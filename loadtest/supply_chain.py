@@ -31,7 +31,9 @@ from .manifest import SERVERS_DIR, Manifest, stack_names
 from .manifest import load as load_manifest
 
 SHARED_JAVA = SERVERS_DIR / "_shared" / "java"
-REQUIREMENT = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)(\[[^\]]*\])?==(?P<version>[^\s;\\]+)")
+REQUIREMENT = re.compile(
+    r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)(\[[^\]]*\])?==(?P<version>[^\s;\\]+)"
+)
 HASH = re.compile(r"--hash=sha256:[0-9a-f]{64}")
 # Options that would fetch from somewhere other than the index, or skip pinning.
 FORBIDDEN_OPTIONS = ("-e", "--editable", "--index-url", "-i", "--extra-index-url", "--find-links",
@@ -88,9 +90,8 @@ def pip_installs(text: str) -> list[list[str]]:
             except ValueError:
                 words = part.split()
             for i, word in enumerate(words):
-                if (word == "pip" or word.endswith("/pip") or word.endswith("pip3")) and words[
-                    i + 1 : i + 2
-                ] == ["install"]:
+                is_pip = word == "pip" or word.endswith(("/pip", "pip3"))
+                if is_pip and words[i + 1 : i + 2] == ["install"]:
                     commands.append(words[i + 2 :])
                     break
     return commands

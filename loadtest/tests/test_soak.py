@@ -39,7 +39,11 @@ def record(window, p99, rss, errors=0, requests=1000, seconds=1.0):
 
 
 def test_clean_run_passes_and_reports_three_figures():
-    records = [record(1, 2.0, 100_000_000), record(2, 2.5, 104_000_000), record(3, 3.0, 105_000_000)]
+    records = [
+        record(1, 2.0, 100_000_000),
+        record(2, 2.5, 104_000_000),
+        record(3, 3.0, 105_000_000),
+    ]
     v = soak.verdict(records, rate=1000)
     assert v["failures"] == []
     assert v["errors"] == 0

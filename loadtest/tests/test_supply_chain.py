@@ -57,13 +57,13 @@ def test_requirement_without_hash_or_pin_is_reported(tmp_path):
 
 def test_pip_install_flags_are_required():
     script = (
-        'python -m venv v\n'
-        'v/bin/pip install --require-hashes --only-binary :all: -r build-requirements.txt\n'
-        'v/bin/pip install --require-hashes --no-build-isolation -r requirements.txt\n'
-        'v/bin/pip install -r requirements.txt && v/bin/pip install flask==3.0\n'
+        "python -m venv v\n"
+        "v/bin/pip install --require-hashes --only-binary :all: -r build-requirements.txt\n"
+        "v/bin/pip install --require-hashes --no-build-isolation -r requirements.txt\n"
+        "v/bin/pip install -r requirements.txt && v/bin/pip install flask==3.0\n"
         'v/bin/pip install --no-deps "$REPO_ROOT/servers/_shared/python"\n'
-        'RUN /opt/venv/bin/pip install --no-deps --no-build-isolation /tmp/pkg \\\n'
-        '    && /opt/venv/bin/pip install --require-hashes -r /tmp/r.txt\n'
+        "RUN /opt/venv/bin/pip install --no-deps --no-build-isolation /tmp/pkg \\\n"
+        "    && /opt/venv/bin/pip install --require-hashes -r /tmp/r.txt\n"
     )
     problems = []
     for args in sc.pip_installs(script):
