@@ -1,20 +1,21 @@
 """gunicorn settings for the Flask stacks: gevent workers, one per core.
 
-flask-gevent (CPython) and flask-pypy (PyPy) use this same file, word for
-word except the default port, so that the interpreter is the only
-difference between them. gunicorn reads it in the master process at
-start-up (``--config gunicorn.conf.py``); every name that matches a gunicorn
-setting is used, other names are ignored. Each choice is explained in
-README.md.
+flask-gevent (CPython) and flask-pypy (PyPy) both load this one module, so
+that the interpreter is the only difference between them. gunicorn reads it
+in the master process at start-up
+(``--config python:serverlab_contract.gunicorn_gevent``); every name that
+matches a gunicorn setting is used, other names are ignored. Each choice is
+explained in the stacks' READMEs.
 """
 
 from serverlab_contract import config_or_exit
 
 # PORT, HOST, WORKERS and WORKDAY_CALENDAR, validated once in the master; a
 # bad value or an unreadable calendar stops the start before anything forks.
-_config = config_or_exit(default_port=8141)
+_config = config_or_exit()
 _host = f"[{_config.host}]" if ":" in _config.host else _config.host
 
+# app.py in the stack's folder (the working directory) names the application.
 wsgi_app = "app:application"
 bind = [f"{_host}:{_config.port}"]
 
