@@ -39,18 +39,30 @@ def record(window, p99, rss, errors=0, requests=1000, seconds=1.0):
 
 
 def test_clean_run_passes_and_reports_three_figures():
-    records = [
-        record(1, 2.0, 100_000_000),
-        record(2, 2.5, 104_000_000),
-        record(3, 3.0, 105_000_000),
-    ]
+    rss = [100, 104, 105, 106]
+    records = [record(i + 1, 2.0 + i / 3, rss[i] * 1_000_000) for i in range(4)]
     v = soak.verdict(records, rate=1000)
     assert v["failures"] == []
     assert v["errors"] == 0
     assert (v["p99_first_ms"], v["p99_last_ms"]) == (2.0, 3.0)
     assert v["p99_drift"] == pytest.approx(1.5)
-    assert v["rss_growth"] == pytest.approx(0.05)
+    assert v["rss_growth"] == pytest.approx(106 / 104 - 1)  # second half
+    assert v["rss_growth_total"] == pytest.approx(0.06)
     assert v["rate_kept"]
+
+
+def test_heap_sizing_in_the_first_half_is_reported_not_judged():
+    """The JVM grew 395 -> 582 MB in the first 15 s of a 30 s soak, then stayed flat."""
+    rss = [395, 395, 449, 525, 582, 582, 582, 582, 582, 582]
+    v = soak.verdict([record(i + 1, 1.0, r * 1_000_000) for i, r in enumerate(rss)], rate=1000)
+    assert v["failures"] == []
+    assert v["rss_growth_total"] == pytest.approx(582 / 395 - 1)
+
+
+def test_steady_growth_fails():
+    rss = [100, 103, 106, 109, 112, 115, 118, 121, 124, 127]
+    v = soak.verdict([record(i + 1, 1.0, r * 1_000_000) for i, r in enumerate(rss)], rate=1000)
+    assert v["failures"] == ["RSS growth +13.4% over the second half (limit 10%)"]
 
 
 def test_any_error_fails():
@@ -60,7 +72,7 @@ def test_any_error_fails():
 
 def test_rss_growth_above_ten_percent_fails():
     v = soak.verdict([record(1, 2.0, 100_000_000), record(2, 2.0, 111_000_000)], rate=1000)
-    assert v["failures"] == ["RSS growth +11.0% (limit 10%)"]
+    assert v["failures"] == ["RSS growth +11.0% over the second half (limit 10%)"]
 
 
 def test_latency_drift_is_reported_not_judged():
@@ -90,10 +102,12 @@ def test_window_record_counts_every_error_kind():
 def test_summary_table():
     result = {"stack": "gin", "status": "passed", "windows": [], "peak_rps": 50000,
               "rate": 35000, "rate_kept": True, "errors": 0, "p99_first_ms": 1.0,
-              "p99_last_ms": 1.2, "rss_growth": 0.01, "rss_first": 20e6, "rss_last": 20.2e6}  # fmt: skip
+              "p99_last_ms": 1.2, "rss_growth": 0.01, "rss_growth_total": 0.02, "rss_first": 19.8e6,
+              "rss_middle": 20e6, "rss_last": 20.2e6}  # fmt: skip
     skipped = {"stack": "spring-webflux", "status": "skipped", "reason": "toolchain not found"}
     lines = soak.summary([result, skipped]).splitlines()
     assert lines[0].split()[:3] == ["stack", "result", "peak"]
     assert lines[2].split() == ["gin", "PASSED", "50,000/s", "35,000/s", "0", "1.00", "ms",
-                                "1.20", "ms", "+1.0%", "(20", "->", "20", "MB)"]  # fmt: skip
+                                "1.20", "ms", "+1.0%", "(20", "->", "20", "MB;", "+2.0%", "since",
+                                "window", "1)"]  # fmt: skip
     assert lines[3].split()[:2] == ["spring-webflux", "SKIPPED"]
