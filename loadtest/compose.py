@@ -227,7 +227,11 @@ def emit(value, indent: int = 0) -> list[str]:
             elif isinstance(item, dict) and item:
                 lines.append(f"{pad}{key}:")
                 lines.extend(emit(item, indent + 1))
-            elif isinstance(item, list) and item and all(not isinstance(i, (dict, list)) for i in item):
+            elif (
+                isinstance(item, list)
+                and item
+                and all(not isinstance(i, (dict, list)) for i in item)
+            ):
                 lines.append(f"{pad}{key}: [{', '.join(scalar(i) for i in item)}]")
             elif isinstance(item, list):
                 lines.append(f"{pad}{key}:")

@@ -65,7 +65,9 @@ def docker(*args: str, timeout: float = 120, check: bool = True, env: dict | Non
         env=env,
     )
     if check and result.returncode != 0:
-        raise subprocess.CalledProcessError(result.returncode, result.args, result.stdout, result.stderr)
+        raise subprocess.CalledProcessError(
+            result.returncode, result.args, result.stdout, result.stderr
+        )
     return result
 
 
@@ -167,6 +169,17 @@ class ContainerCgroup:
             return None
         return read_int(self._file("cpuacct", "cpuacct.usage"))
 
+    def cpu_throttled(self) -> int | None:
+        """CFS periods in which the quota stopped the container (cpu.stat nr_throttled)."""
+        try:
+            for line in self._file("cpu", "cpu.stat").read_text().splitlines():
+                key, value = line.split()
+                if key == "nr_throttled":
+                    return int(value)
+        except (OSError, ValueError):
+            return None
+        return None
+
     def memory_bytes(self) -> int | None:
         if self.v2:
             return read_int(self._file("", "memory.current"))
@@ -248,6 +261,10 @@ class DockerRunner:
         return self.build_service(manifest.name, compose_file.dockerfile_path(manifest))
 
     def start(self, manifest: Manifest, limits: Limits, port: int | None = None) -> DockerServer:
+        if port is None and os.environ.get("SERVERLAB_DOCKER_PORTS") == "free":
+            # CI on a shared machine: the same stack may be running natively
+            # on its manifest port; the container takes any free port instead.
+            port = free_port()
         return DockerServer(manifest, limits, port or manifest.port)
 
     def versions(self, manifest: Manifest) -> dict:
@@ -262,11 +279,17 @@ class DockerRunner:
         info["base_images"] = self.base_image_refs(dockerfile)
         for ref in set(info["base_images"].values()):
             with contextlib.suppress(subprocess.SubprocessError, OSError, json.JSONDecodeError):
-                labels = json.loads(docker("image", "inspect", ref).stdout)[0]["Config"]["Labels"] or {}
+                labels = (
+                    json.loads(docker("image", "inspect", ref).stdout)[0]["Config"]["Labels"] or {}
+                )
                 if "org.serverlab.standin.content" in labels:
-                    info.setdefault("standin_content", {})[ref] = labels["org.serverlab.standin.content"]
+                    info.setdefault("standin_content", {})[ref] = labels[
+                        "org.serverlab.standin.content"
+                    ]
         with contextlib.suppress(subprocess.SubprocessError, OSError):
-            info["docker_server"] = docker("version", "--format", "{{.Server.Version}}").stdout.strip()
+            info["docker_server"] = docker(
+                "version", "--format", "{{.Server.Version}}"
+            ).stdout.strip()
             info["compose"] = docker("compose", "version", "--short").stdout.strip()
         return info
 
@@ -297,7 +320,9 @@ class DockerRunner:
                 timeout=BUILD_TIMEOUT_S,
             )
             if result.returncode != 0:
-                raise StepError("standins", "build", f"no stand-in for {ref}", tail_text(result.stderr))
+                raise StepError(
+                    "standins", "build", f"no stand-in for {ref}", tail_text(result.stderr)
+                )
             self._standins.update(json.loads(result.stdout))
         return self._standins[ref]
 
@@ -320,7 +345,7 @@ class DockerRunner:
         try:
             env = self.build_env(service, dockerfile)
         except StepError as exc:
-            raise StepError(service, "build", str(exc), exc.output if hasattr(exc, "output") else "")
+            raise StepError(service, "build", exc.message, exc.output) from None
         with log_path.open("w") as out:
             try:
                 result = subprocess.run(
@@ -380,8 +405,12 @@ class Container:
 
     def _up(self, env: dict, step_owner: str) -> None:
         result = subprocess.run(
-            ["docker", *compose_args("up", "--detach", "--no-build", "--no-deps",
-                                     "--force-recreate", self.service)],  # fmt: skip
+            [
+                "docker",
+                *compose_args(
+                    "up", "--detach", "--no-build", "--no-deps", "--force-recreate", self.service
+                ),
+            ],  # fmt: skip
             capture_output=True,
             text=True,
             env=env,
@@ -389,7 +418,10 @@ class Container:
         )
         if result.returncode != 0:
             raise StepError(
-                step_owner, "start", f"docker compose up {self.service} failed", tail_text(result.stderr)
+                step_owner,
+                "start",
+                f"docker compose up {self.service} failed",
+                tail_text(result.stderr),
             )
         result = docker(*compose_args("ps", "--all", "--quiet", self.service), check=False)
         self.container_id = result.stdout.strip().splitlines()[0] if result.stdout.strip() else ""
@@ -496,6 +528,7 @@ class DockerServer(Container):
         return {
             "time": time.monotonic(),
             "cpu_ns": group.cpu_usage_ns(),
+            "cpu_throttled": group.cpu_throttled(),
             "memory_bytes": group.memory_bytes(),
             "memory_peak_bytes": group.memory_peak_bytes(),
         }
@@ -515,14 +548,21 @@ class DockerServer(Container):
         tail = self.output_tail()
         self.remove()
         if result.returncode != 0:
-            raise StepError(self.manifest.name, "stop", f"docker stop failed: {result.stderr.strip()}")
+            raise StepError(
+                self.manifest.name, "stop", f"docker stop failed: {result.stderr.strip()}"
+            )
         if elapsed >= timeout and code == 137:
             raise StepError(
-                self.manifest.name, "stop", f"did not exit within {timeout:.0f} s of SIGTERM; killed", tail
+                self.manifest.name,
+                "stop",
+                f"did not exit within {timeout:.0f} s of SIGTERM; killed",
+                tail,
             )
         if code not in CLEAN_EXIT_CODES:
             reason = " (out of memory)" if state.get("OOMKilled") else ""
-            raise StepError(self.manifest.name, "stop", f"exit code {code} after SIGTERM{reason}", tail)
+            raise StepError(
+                self.manifest.name, "stop", f"exit code {code} after SIGTERM{reason}", tail
+            )
         return code
 
     def kill(self) -> None:
@@ -566,7 +606,11 @@ class LoadgenClient(Container):
 
     def tool_versions(self) -> dict:
         """Versions of the load tools inside the image, for the provenance."""
-        commands = {"wrk": "wrk -v 2>&1 | head -n 1", "ab": "ab -V | head -n 1", "oha": "oha --version"}
+        commands = {
+            "wrk": "wrk -v 2>&1 | head -n 1",
+            "ab": "ab -V | head -n 1",
+            "oha": "oha --version",
+        }
         versions = {}
         for tool, command in commands.items():
             result = docker("exec", self.container_id, "sh", "-c", command, check=False, timeout=30)
@@ -579,7 +623,11 @@ class LoadgenClient(Container):
         raw_prefix: Path,
         timeout_s: float,
         cpus: tuple[int, ...] | None = None,
+        priority: int = 0,
     ) -> tuple[int, str, str, float, float]:
+        # `priority` (a higher scheduling priority for the tool) is accepted for
+        # the signature but not applied: the container has no CAP_SYS_NICE.
+        del priority
         argv = [os.path.basename(command[0]), *(self.translate(a) for a in command[1:])]
         if cpus:
             argv = ["taskset", "-c", ",".join(map(str, cpus)), *argv]
@@ -702,6 +750,7 @@ def smoke(servers: list[str] | None, bench: bool = True) -> int:
     # Every runner from here on, also in the tests and the bench below, builds
     # on the stand-ins: no official image can be pulled.
     os.environ["SERVERLAB_BASE_IMAGES"] = "standin"
+    os.environ["SERVERLAB_DOCKER_PORTS"] = "free"
     runner = DockerRunner(base_images="standin")
     stage("stand-in base images (cached)")
     wanted = [compose_file.LOADGEN_DOCKERFILE] + [compose_file.dockerfile_path(m) for m in selected]
@@ -733,8 +782,11 @@ def smoke(servers: list[str] | None, bench: bool = True) -> int:
     stage("Docker tests: limits and hardening on real containers")
     env = {**os.environ, "SERVERLAB_DOCKER_TESTS": "1", "SERVERLAB_DOCKER_STACKS": ",".join(passed)}
     tests = sorted(str(p) for p in (REPO_ROOT / "loadtest" / "tests").glob("test_docker*.py"))
-    result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *tests],
-                            cwd=REPO_ROOT, env=env)  # fmt: skip
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *tests],
+        cwd=REPO_ROOT,
+        env=env,
+    )
     if result.returncode != 0:
         failures.append("Docker tests failed (see above)")
 
@@ -823,21 +875,29 @@ def cmd_up(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m loadtest.docker", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m loadtest.docker", description=__doc__.splitlines()[0]
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     smoke_cmd = sub.add_parser("smoke", help="the CI path: stand-ins, images, conformance, bench")
-    smoke_cmd.add_argument("--servers", help="comma-separated stacks or `all` (default: SMOKE_DEFAULT)")
+    smoke_cmd.add_argument(
+        "--servers", help="comma-separated stacks or `all` (default: SMOKE_DEFAULT)"
+    )
     smoke_cmd.add_argument("--no-bench", action="store_true")
     build_cmd = sub.add_parser("build", help="build stack images (and loadgen) with docker compose")
     build_cmd.add_argument("--servers", help="comma-separated stacks (default: all)")
     build_cmd.add_argument("--standin", action="store_true", help="use local stand-in base images")
     sub.add_parser("lint", help="hadolint every Dockerfile and validate docker-compose.yml")
-    up_cmd = sub.add_parser("up", help="build if needed, start one stack's container, wait until ready")
+    up_cmd = sub.add_parser(
+        "up", help="build if needed, start one stack's container, wait until ready"
+    )
     up_cmd.add_argument("server")
     up_cmd.add_argument("--server-cpus", help="cores for the stack's cpuset, e.g. 0 or 0,1")
     up_cmd.add_argument("--server-cpu-quota", type=float, help="CFS quota in CPUs, e.g. 0.5")
     up_cmd.add_argument("--server-memory", help="memory limit, e.g. 512m")
-    up_cmd.add_argument("--standin", action="store_true", help="build on local stand-in base images")
+    up_cmd.add_argument(
+        "--standin", action="store_true", help="build on local stand-in base images"
+    )
     sub.add_parser("down", help="stop and remove every serverlab container")
     logs_cmd = sub.add_parser("logs", help="a stack's container output")
     logs_cmd.add_argument("server")
@@ -849,10 +909,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "up":
         return cmd_up(args)
     if args.command == "down":
-        return subprocess.run(["docker", *compose_args("--profile", "*", "down", "--remove-orphans")]).returncode
+        return subprocess.run(
+            ["docker", *compose_args("--profile", "*", "down", "--remove-orphans")]
+        ).returncode
     if args.command == "logs":
         follow = ["--follow"] if args.follow else []
-        return subprocess.run(["docker", *compose_args("logs", "--no-log-prefix", *follow, args.server)]).returncode
+        return subprocess.run(
+            ["docker", *compose_args("logs", "--no-log-prefix", *follow, args.server)]
+        ).returncode
     if args.command == "smoke":
         servers = stack_list(args.servers)
         if servers == ["all"]:
@@ -864,7 +928,9 @@ def main(argv: list[str] | None = None) -> int:
         problems = lint_dockerfiles()
         if config := compose_config_problem():
             problems.append(f"docker compose config: {config}")
-        print("\n".join(problems) or f"{len(dockerfiles())} Dockerfiles clean; compose config valid")
+        print(
+            "\n".join(problems) or f"{len(dockerfiles())} Dockerfiles clean; compose config valid"
+        )
         return 1 if problems else 0
     from .manifest import load_all
 

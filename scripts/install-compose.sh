@@ -44,7 +44,7 @@ work="$(mktemp -d)"
 trap 'chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"' EXIT
 # The proxy serves the module with its go.sum; GOFLAGS=-mod=mod is not
 # needed and not used: every dependency is verified against that go.sum.
-dir="$(cd "$work" && GOFLAGS= go mod download -json "$MODULE@v$COMPOSE_VERSION" |
+dir="$(cd "$work" && GOFLAGS='' go mod download -json "$MODULE@v$COMPOSE_VERSION" |
   python3 -c 'import json, sys; print(json.load(sys.stdin)["Dir"])')"
 cp -r "$dir" "$work/src"
 chmod -R u+w "$work/src"

@@ -160,7 +160,9 @@ def recipe_for(ref: str) -> Recipe | None:
         return jdk_recipe(ref, tag, "maven.Dockerfile", "Maven and OpenJDK JDK from Debian")
     if name == "eclipse-temurin":
         kind = "jre" if "jre" in tag else "jdk"
-        return jdk_recipe(ref, tag, f"temurin-{kind}.Dockerfile", f"OpenJDK {kind.upper()} from Debian")
+        return jdk_recipe(
+            ref, tag, f"temurin-{kind}.Dockerfile", f"OpenJDK {kind.upper()} from Debian"
+        )
     if name == "rust":
         return rust_recipe(ref, tag)
     if name == "oha":
@@ -195,7 +197,11 @@ def python_recipe(ref: str, tag: str) -> Recipe:
     minor = match.group(1)
     prefix = host_python(minor)
     version = subprocess.run(
-        [str(prefix / "bin" / f"python{minor}"), "-c", "import platform; print(platform.python_version())"],
+        [
+            str(prefix / "bin" / f"python{minor}"),
+            "-c",
+            "import platform; print(platform.python_version())",
+        ],
         capture_output=True,
         text=True,
         check=True,
@@ -237,11 +243,17 @@ def pypy_recipe(ref: str, tag: str) -> Recipe:
 def host_python(minor: str) -> Path:
     """The newest pyenv build of CPython `minor` on this host."""
     candidates = sorted(
-        (p for p in PYENV_ROOT.glob(f"versions/{minor}.*") if re.fullmatch(rf"{minor}\.\d+", p.name)),
+        (
+            p
+            for p in PYENV_ROOT.glob(f"versions/{minor}.*")
+            if re.fullmatch(rf"{minor}\.\d+", p.name)
+        ),
         key=lambda p: int(p.name.rsplit(".", 1)[1]),
     )
     for prefix in reversed(candidates):
-        if (prefix / "bin" / f"python{minor}").is_file() and list(prefix.glob("lib/libpython*.so*")):
+        if (prefix / "bin" / f"python{minor}").is_file() and list(
+            prefix.glob("lib/libpython*.so*")
+        ):
             return prefix
     raise StandinError(
         f"no shared-library CPython {minor} build under {PYENV_ROOT}/versions "
@@ -341,8 +353,11 @@ def build_debian(recipe: Recipe, digest: str) -> None:
         if os.geteuid() != 0:
             raise StandinError("debootstrap not found (apt-get install debootstrap)")
         log("installing debootstrap")
-        run(["apt-get", "install", "-y", "-qq", "-o", "DPkg::Lock::Timeout=600", "debootstrap"],
-            stdout=subprocess.DEVNULL, env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+        run(
+            ["apt-get", "install", "-y", "-qq", "-o", "DPkg::Lock::Timeout=600", "debootstrap"],
+            stdout=subprocess.DEVNULL,
+            env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"},
+        )
     with tempfile.TemporaryDirectory(prefix="standin-debian-") as tmp:
         rootfs = Path(tmp) / "rootfs"
         suite = recipe.suite
@@ -429,7 +444,10 @@ def copy_tree(name: str, source: Path, target: Path) -> None:
         skipped = set()
         for entry in names:
             path = str(rel / entry) if str(rel) != "." else entry
-            if any(Path(path).match(p) and len(Path(path).parts) == len(Path(p).parts) for p in patterns):
+            if any(
+                Path(path).match(p) and len(Path(path).parts) == len(Path(p).parts)
+                for p in patterns
+            ):
                 skipped.add(entry)
         return skipped
 
@@ -458,7 +476,10 @@ def go_toolchain(version: str) -> Path:
 @contextlib.contextmanager
 def build_lock():
     """One stand-in build at a time on this machine; a second caller waits, then reuses."""
-    path = Path(os.environ.get("SERVERLAB_CACHE", Path.home() / ".cache" / "serverlab")) / "standins.lock"
+    path = (
+        Path(os.environ.get("SERVERLAB_CACHE", Path.home() / ".cache" / "serverlab"))
+        / "standins.lock"
+    )
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w") as handle:
         try:
@@ -495,7 +516,9 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     ens = sub.add_parser("ensure", help="build stand-ins if needed; print {official: stand-in}")
     ens.add_argument("images", nargs="*")
-    ens.add_argument("--dockerfiles", nargs="*", default=[], help="use these Dockerfiles' base-image ARGs")
+    ens.add_argument(
+        "--dockerfiles", nargs="*", default=[], help="use these Dockerfiles' base-image ARGs"
+    )
     ens.add_argument("--force", action="store_true", help="rebuild even when up to date")
     sub.add_parser("list", help="stand-ins present in the local image store")
     args = parser.parse_args(argv)

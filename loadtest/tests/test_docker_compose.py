@@ -32,14 +32,19 @@ def standins_module():
 
 def test_compose_file_is_current():
     committed = compose.COMPOSE_FILE.read_text(encoding="utf-8")
-    assert committed == compose.render(), "docker-compose.yml is stale: run `python -m loadtest.compose`"
+    assert committed == compose.render(), (
+        "docker-compose.yml is stale: run `python -m loadtest.compose`"
+    )
 
 
 def test_every_stack_has_a_service_on_its_port():
     services = compose.model()["services"]
     for manifest in load_all():
         service = services[manifest.name]
-        assert service["environment"]["PORT"] == f"${{{compose.env_name(manifest.name, 'PORT')}:-{manifest.port}}}"
+        assert (
+            service["environment"]["PORT"]
+            == f"${{{compose.env_name(manifest.name, 'PORT')}:-{manifest.port}}}"
+        )
         assert service["image"] == f"serverlab/{manifest.name}"
         assert service["build"]["dockerfile"] == f"servers/{manifest.name}/Dockerfile"
     assert "loadgen" in services
@@ -47,7 +52,9 @@ def test_every_stack_has_a_service_on_its_port():
 
 def test_plain_up_starts_nothing():
     for name, service in compose.model()["services"].items():
-        assert service.get("profiles"), f"{name} has no profile: plain `docker compose up` would start it"
+        assert service.get("profiles"), (
+            f"{name} has no profile: plain `docker compose up` would start it"
+        )
 
 
 def test_hardening_and_host_network_apply_to_every_service():
@@ -91,22 +98,27 @@ def test_limits_env_maps_the_runner_limits():
 
 
 def test_base_images_are_build_args_with_exact_official_tags():
-    for dockerfile in [compose.dockerfile_path(m) for m in load_all()] + [compose.LOADGEN_DOCKERFILE]:
+    for dockerfile in [compose.dockerfile_path(m) for m in load_all()] + [
+        compose.LOADGEN_DOCKERFILE
+    ]:
         if not dockerfile.is_file():
             continue  # the manifest tests report a missing Dockerfile
         args = compose.official_base_images(dockerfile)
         froms = [ln for ln in dockerfile.read_text().splitlines() if compose.FROM_LINE.match(ln)]
         for line in froms:
             image = line.split()[1]
-            assert image.startswith("${") or image == "scratch" or not re.match(r"^[a-z]", image) or (
-                image in {ln.split()[-1] for ln in froms if " AS " in ln.upper()}
+            assert (
+                image.startswith("${")
+                or image == "scratch"
+                or not re.match(r"^[a-z]", image)
+                or (image in {ln.split()[-1] for ln in froms if " AS " in ln.upper()})
             ), f"{dockerfile}: FROM {image} is not a base-image ARG"
         for name, ref in args.items():
             assert EXACT_TAG.match(ref), f"{dockerfile}: {name}={ref} is not an exact tag"
             assert not ref.endswith(":latest")
         text = dockerfile.read_text()
         assert not re.search(r"^#\s*syntax=", text, re.MULTILINE), (
-            f"{dockerfile}: a `# syntax=` line makes BuildKit pull a frontend image (no registry here)"
+            f"{dockerfile}: a `# syntax=` line makes BuildKit pull its frontend (no registry here)"
         )
 
 
@@ -174,13 +186,33 @@ def test_compose_config_validates_with_compose_v2():
     )
     assert result.returncode == 0, result.stderr
     # Knobs reach the container settings as Compose resolves them.
-    env = {**limits_env(Limits(cpus=(1,), cpu_quota=0.5, memory=256 * 1024**2)), "PATH": "/usr/bin:/bin"}
+    env = {
+        **limits_env(Limits(cpus=(1,), cpu_quota=0.5, memory=256 * 1024**2)),
+        "PATH": "/usr/bin:/bin",
+    }
     name = load_all()[0].name
     result = subprocess.run(
-        ["docker", *compose_args("config", name)], capture_output=True, text=True, env=env, timeout=60
+        ["docker", *compose_args("config", name)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
     )
     assert result.returncode == 0, result.stderr
     assert "cpus: 0.5" in result.stdout
     assert 'cpuset: "1"' in result.stdout
     assert 'mem_limit: "268435456"' in result.stdout
     assert 'WORKERS: "1"' in result.stdout
+
+
+def test_loadgen_runs_the_harness_copy_of_repository_files():
+    from loadtest.docker import LOADGEN_HARNESS, LoadgenClient
+
+    client = LoadgenClient.__new__(LoadgenClient)  # no container needed to map paths
+    lua = REPO_ROOT / "loadtest" / "tools" / "wrk_report.lua"
+    assert client.translate(str(lua)) == f"{LOADGEN_HARNESS}/loadtest/tools/wrk_report.lua"
+    assert client.translate("http://127.0.0.1:8101/") == "http://127.0.0.1:8101/"
+    assert client.translate(str(REPO_ROOT) + "x/y") == str(REPO_ROOT) + "x/y"
+    dockerfile = compose.LOADGEN_DOCKERFILE.read_text()
+    assert "COPY loadtest/tools /opt/serverlab/loadtest/tools" in dockerfile
+    assert LOADGEN_HARNESS == "/opt/serverlab"

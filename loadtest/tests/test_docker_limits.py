@@ -9,9 +9,13 @@ Skipped without a daemon, except under `make docker-smoke`
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import subprocess
+import tempfile
 import time
+from pathlib import Path
 
 import pytest
 
@@ -60,27 +64,29 @@ def stack():
     return built_stack()
 
 
-def load(url: str, seconds: int) -> None:
-    """Keep the server busy: wrk in the loadgen container, else wrk on the host."""
+@contextlib.contextmanager
+def load_generator():
+    """A function that keeps the server busy for N seconds: wrk in the loadgen
+    container (started once, outside any measured window), else wrk on the host."""
     if image_id("serverlab/loadgen"):
-        with DockerRunner().load_client() as client, pytest.MonkeyPatch.context():
-            code, out, err, _, _ = client.run_tool(
-                ["wrk", "-t2", "-c32", f"-d{seconds}s", url], _raw_prefix(), seconds + 30
-            )
-        assert code == 0, err or out
+        with DockerRunner().load_client() as client:
+
+            def run(url: str, seconds: int) -> None:
+                raw = Path(tempfile.mkdtemp(prefix="serverlab-docker-test-")) / "wrk"
+                command = ["wrk", "-t2", "-c32", f"-d{seconds}s", url]
+                code, out, err, _, _ = client.run_tool(command, raw, seconds + 30)
+                assert code == 0, err or out
+
+            yield run
         return
     if shutil.which("wrk") is None:
         pytest.skip("no load tool: neither the loadgen image nor wrk on the host")
-    import subprocess
 
-    subprocess.run(["wrk", "-t2", "-c32", f"-d{seconds}s", url], check=True, capture_output=True)
+    def run_host(url: str, seconds: int) -> None:
+        command = ["wrk", "-t2", "-c32", f"-d{seconds}s", url]
+        subprocess.run(command, check=True, capture_output=True)
 
-
-def _raw_prefix():
-    import tempfile
-    from pathlib import Path
-
-    return Path(tempfile.mkdtemp(prefix="serverlab-docker-test-")) / "wrk"
+    yield run_host
 
 
 def test_cpu_quota_half_a_cpu_is_enforced_and_measured(stack):
@@ -95,18 +101,33 @@ def test_cpu_quota_half_a_cpu_is_enforced_and_measured(stack):
         host = server.inspect()["HostConfig"]
         assert host["NanoCpus"] == 500_000_000
 
-        sampler = UsageSampler(server.pids)
-        before = server.sample()
-        sampler.start()
-        load(server.base_url + "/", seconds=6)
-        usage = sampler.stop()
-        after = server.sample()
-        cgroup_pct = (after["cpu_ns"] - before["cpu_ns"]) / 1e9 / (after["time"] - before["time"]) * 100
         # The harness's own figure (psutil over the container's processes)
-        # and the cgroup's agree, and both sit at the quota: not above it,
-        # and not far below (the load keeps the server busy).
-        assert 35 <= usage.cpu_mean_pct <= 56, f"reported CPU {usage.cpu_mean_pct:.1f}%"
-        assert 35 <= cgroup_pct <= 56, f"cgroup CPU {cgroup_pct:.1f}%"
+        # and the cgroup's must never exceed the quota, the kernel must have
+        # throttled the server (it wanted more), and in a run where the host
+        # was not starved by other work both sit near 50%. A shared CI host
+        # can starve one 5-second run, so up to three are tried.
+        attempts = []
+        with load_generator() as load:
+            for _ in range(3):
+                sampler = UsageSampler(server.pids)
+                before = server.sample()
+                sampler.start()
+                load(server.base_url + "/", seconds=5)
+                usage = sampler.stop()
+                after = server.sample()
+                wall = after["time"] - before["time"]
+                cgroup_pct = (after["cpu_ns"] - before["cpu_ns"]) / 1e9 / wall * 100
+                throttled = after["cpu_throttled"] - before["cpu_throttled"]
+                attempts.append((round(usage.cpu_mean_pct, 1), round(cgroup_pct, 1), throttled))
+                assert usage.cpu_mean_pct <= 56, f"reported CPU above the quota: {attempts}"
+                assert cgroup_pct <= 56, f"cgroup CPU above the quota: {attempts}"
+                if 40 <= usage.cpu_mean_pct and 40 <= cgroup_pct and throttled > 0:
+                    break
+            else:
+                pytest.fail(
+                    f"CPU never near 50% under load (reported %, cgroup %, throttled periods): "
+                    f"{attempts}; host load average {os.getloadavg()}"
+                )
 
 
 def test_memory_limit_shows_in_the_container_cgroup(stack):
@@ -137,7 +158,7 @@ def test_server_cpus_pin_the_cpuset_and_set_workers(stack):
     with server:
         server.wait_ready(60)
         assert server.applied_limits()["cpuset"] == str(cpu)
-        assert f"WORKERS=1" in server.inspect()["Config"]["Env"]
+        assert "WORKERS=1" in server.inspect()["Config"]["Env"]
         for pid in server.pids():
             allowed = os.sched_getaffinity(pid)
             assert allowed == {cpu}, f"PID {pid} may run on {allowed}"
