@@ -162,9 +162,13 @@ def cmd_hostile(args: argparse.Namespace) -> int:
     runner = NativeRunner()
     started = time.monotonic()
     reports = []
-    for manifest in manifests:
-        report = run_stack(runner, manifest, mode, args.seed, selected, args.output)
-        reports.append(report)
+    interrupted = False
+    try:
+        for manifest in manifests:
+            reports.append(run_stack(runner, manifest, mode, args.seed, selected, args.output))
+    except KeyboardInterrupt:  # the running stack was stopped by run_stack; keep the rest
+        interrupted = True
+        print(f"hostile: interrupted; reporting the {len(reports)} stack(s) already done")
     summary = {
         "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "mode": "quick" if args.quick else "full",
@@ -174,15 +178,20 @@ def cmd_hostile(args: argparse.Namespace) -> int:
         "file_limit": limit,
         "cases": selected,
         "duration_s": round(time.monotonic() - started, 1),
+        "interrupted": interrupted,
         "stacks": [r.to_dict() for r in reports],
     }
     out = args.output / "hostile.json"
-    out.write_text(json.dumps(summary, indent=1))
+    try:
+        out.write_text(json.dumps(summary, indent=1))
+    except OSError as exc:  # a full or read-only disk must not hide the table
+        print(f"hostile: writing the results failed: {out}: {exc}", file=sys.stderr)
     print()
     print(table(reports, [r for r in ROWS if r not in cases.CASES or r in selected]))
     print()
     print(f"JSON: {out.relative_to(REPO_ROOT) if out.is_relative_to(REPO_ROOT) else out}")
-    return finish(reports)
+    code = finish(reports)
+    return 130 if interrupted else code
 
 
 def finish(reports: list[StackReport]) -> int:

@@ -102,9 +102,13 @@ def cmd_soak(args: argparse.Namespace) -> int:
     args.output.mkdir(parents=True, exist_ok=True)
     runner = NativeRunner()
     results = []
-    for manifest in load_all(stack_list(args.servers)):
-        result = soak_stack(runner, manifest, duration, args.output)
-        results.append(result)
+    interrupted = False
+    try:
+        for manifest in load_all(stack_list(args.servers)):
+            results.append(soak_stack(runner, manifest, duration, args.output))
+    except KeyboardInterrupt:  # the running stack was stopped; report the finished ones
+        interrupted = True
+        print(f"soak: interrupted; reporting the {len(results)} stack(s) already done")
     print()
     print(summary(results))
     failed = [r for r in results if r["status"] == "failed"]
@@ -113,6 +117,8 @@ def cmd_soak(args: argparse.Namespace) -> int:
         print(f"SKIPPED {r['stack']}: {r['reason']}")
     print(f"soak: {len(results) - len(failed) - len(skipped)} passed, {len(failed)} failed, "
           f"{len(skipped)} skipped")  # fmt: skip
+    if interrupted:
+        return 130
     return 1 if failed else 0
 
 
@@ -175,7 +181,10 @@ def soak_stack(runner, manifest: Manifest, duration: float, out_dir: Path) -> di
         result["reason"] = "; ".join(result["failures"])
     say(f"{result['status'].upper()} {result['reason']}".rstrip())
     result["finished"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-    (out_dir / f"{manifest.name}.json").write_text(json.dumps(result, indent=1))
+    try:
+        (out_dir / f"{manifest.name}.json").write_text(json.dumps(result, indent=1))
+    except OSError as exc:  # a full or read-only disk must not hide the figures
+        say(f"writing the results failed: {exc}")
     return result
 
 
