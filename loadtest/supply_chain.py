@@ -12,6 +12,8 @@ on a violation; docs/reliability.md explains them):
 - Go: a module that requires anything beyond its local `replace`d modules
   has a go.sum listing every required module.
 - Maven: no version ranges, SNAPSHOTs, LATEST or RELEASE in any POM.
+- Images: every FROM of a stack's Dockerfile is an exact tag (directly or as
+  the default of a build ARG), never `latest` or a bare name.
 
 `resolved_dependencies(manifest)` lists what a built stack actually runs
 with (pip freeze of its venv, `go list -m all`, Maven's resolved list), for
@@ -178,6 +180,38 @@ def go_problems(folder: Path) -> list[str]:
     return problems
 
 
+# -- images ---------------------------------------------------------------------
+
+# name:tag where the tag holds a full version (1.26.8, 3.11.14, 21.0.12_8) or a
+# date (20250610): "3-slim", "bookworm" or "latest" move when upstream publishes.
+EXACT_TAG = re.compile(
+    r"^[a-z0-9][a-z0-9._/-]*:[A-Za-z0-9._-]*(\d+\.\d+|\d{8})[A-Za-z0-9._-]*(@sha256:[0-9a-f]{64})?$"
+)
+
+
+def image_problems(dockerfile: Path) -> list[str]:
+    """Every FROM names an exact tag: directly, through an ARG default, or an earlier stage."""
+    args, stages, problems = {}, set(), []
+    for line in re.sub(r"\\\n", " ", dockerfile.read_text()).splitlines():
+        words = line.split()
+        if len(words) >= 2 and words[0].upper() == "ARG" and "=" in words[1]:
+            name, _, value = words[1].partition("=")
+            args[name] = value.strip("\"'")
+        elif len(words) >= 2 and words[0].upper() == "FROM":
+            image = words[1]
+            ref = re.fullmatch(r"\$\{?(\w+)\}?", image)
+            resolved = args.get(ref.group(1), "") if ref else image
+            if len(words) >= 4 and words[2].upper() == "AS":
+                stages.add(words[3])
+            if resolved == "scratch" or resolved in stages:
+                continue
+            if not EXACT_TAG.match(resolved) or resolved.endswith(":latest"):
+                problems.append(
+                    f"{_rel(dockerfile)}: FROM {image} is not an exact tag ({resolved!r})"
+                )
+    return problems
+
+
 # -- Maven ----------------------------------------------------------------------
 
 
@@ -216,6 +250,9 @@ def all_problems() -> list[str]:
         manifest = load_manifest(name)
         problems += python_problems(manifest)
         problems += go_problems(manifest.folder)
+        dockerfile = manifest.folder / manifest.docker["dockerfile"]
+        if dockerfile.is_file():
+            problems += image_problems(dockerfile)
     problems += go_problems(SERVERS_DIR / "_shared" / "go")
     for pom in maven_poms():
         problems += pom_problems(pom)

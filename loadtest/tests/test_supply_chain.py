@@ -141,3 +141,20 @@ def test_resolved_dependencies_of_an_unbuilt_python_stack_is_an_error(tmp_path, 
     monkeypatch.setattr(type(m), "build_dir", property(lambda self: tmp_path / "nothing"))
     with pytest.raises(sc.StepError, match="no venv"):
         sc.resolved_dependencies(m)
+
+
+@pytest.mark.parametrize(
+    "text,bad",
+    [
+        ("ARG BASE_IMAGE=python:3.11.14-slim-bookworm\nFROM ${BASE_IMAGE} AS build\nFROM ${BASE_IMAGE}\n", False),
+        ("FROM golang:1.26.8-bookworm AS build\nFROM scratch\nCOPY --from=build /a /a\n", False),
+        ("ARG IMG=debian:bookworm-20250610-slim\nFROM $IMG\n", False),
+        ("FROM python:latest\n", True),
+        ("FROM python\n", True),
+        ("ARG BASE_IMAGE=python:3-slim\nFROM ${BASE_IMAGE}\n", True),
+        ("FROM debian:bookworm-slim\n", True),
+    ],
+)  # fmt: skip
+def test_images_are_exact_tags(tmp_path, text, bad):
+    dockerfile = write(tmp_path / "Dockerfile", text)
+    assert bool(sc.image_problems(dockerfile)) is bad
