@@ -42,8 +42,8 @@ command -v go >/dev/null || {
 say "building Compose v$COMPOSE_VERSION from $MODULE (about 2.5 minutes on 2 cores, once)"
 work="$(mktemp -d)"
 trap 'chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"' EXIT
-# The proxy serves the module with its go.sum; GOFLAGS=-mod=mod is not
-# needed and not used: every dependency is verified against that go.sum.
+# GOFLAGS is cleared so that a user's setting (e.g. -mod=mod) cannot change
+# how Compose's own go.sum verifies every dependency.
 dir="$(cd "$work" && GOFLAGS='' go mod download -json "$MODULE@v$COMPOSE_VERSION" |
   python3 -c 'import json, sys; print(json.load(sys.stdin)["Dir"])')"
 cp -r "$dir" "$work/src"
