@@ -116,6 +116,10 @@ logs: bootstrap ## Show a stack container's output: make logs SERVER=gin
 	@test -n "$(SERVER)" || { echo "usage: make logs SERVER=<name>"; exit 2; }
 	@$(PY) -m loadtest.docker logs '$(SERVER)'
 
+.PHONY: compose
+compose: bootstrap ## Regenerate docker-compose.yml from the manifests (commit the result)
+	@$(PY) -m loadtest.compose
+
 .PHONY: docker-lint
 docker-lint: bootstrap ## hadolint every Dockerfile and validate docker-compose.yml with Compose v2
 	@$(PY) -m loadtest.docker lint
