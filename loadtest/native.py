@@ -253,6 +253,9 @@ class NativeServer:
             os.killpg(self.process.pid, signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.process.wait(5)
+        # Workers die a moment after the signal; wait so the next stack
+        # finds the port free and the cgroup empty.
+        self._wait_group_empty(timeout=5.0)
         self.cgroup.remove()
 
     def __enter__(self) -> NativeServer:
