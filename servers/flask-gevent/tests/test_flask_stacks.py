@@ -13,7 +13,6 @@ a C compiler is missing.
 
 import email.utils
 import http.client
-import json
 import re
 import socket
 import subprocess
@@ -25,21 +24,14 @@ import pytest
 from loadtest.manifest import load
 from loadtest.native import NativeRunner, base_env, running_stack
 from loadtest.runner import Limits
+from loadtest.testing import AT_ERROR, N_ERROR, free_port, get, vectors
 
 SERVERS = Path(__file__).resolve().parents[2]
 REPO_ROOT = SERVERS.parent
-VECTORS = REPO_ROOT / "contracts" / "vectors"
-INPUTS = json.loads((VECTORS / "inputs.json").read_text())
-WORKDAY = json.loads((VECTORS / "workday.json").read_text())
-N_ERROR = b"n must be an integer between 1 and 100"
-AT_ERROR = b"at must be a local time formatted YYYY-MM-DDTHH:MM[:SS]"
+INPUTS = vectors("inputs")
+WORKDAY = vectors("workday")
 STACKS = ("flask-gevent", "flask-pypy")
 
-
-def free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def skip_if_unavailable(name):
@@ -67,11 +59,6 @@ def conn(server):
     yield connection
     connection.close()
 
-
-def get(conn, target, method="GET"):
-    conn.request(method, target)
-    response = conn.getresponse()
-    return response, response.read()
 
 
 # --- the twins --------------------------------------------------------------

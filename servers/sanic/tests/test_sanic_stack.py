@@ -7,7 +7,6 @@ blank query values, Date header, logging).
 
 import email.utils
 import http.client
-import json
 import re
 import socket
 import time
@@ -18,20 +17,13 @@ import pytest
 from loadtest.manifest import load
 from loadtest.native import running_stack
 from loadtest.runner import Limits
+from loadtest.testing import AT_ERROR, N_ERROR, free_port, get, vectors
 
 STACK = Path(__file__).resolve().parent.parent
 REPO_ROOT = STACK.parent.parent
-VECTORS = REPO_ROOT / "contracts" / "vectors"
-INPUTS = json.loads((VECTORS / "inputs.json").read_text())
-WORKDAY = json.loads((VECTORS / "workday.json").read_text())
-N_ERROR = b"n must be an integer between 1 and 100"
-AT_ERROR = b"at must be a local time formatted YYYY-MM-DDTHH:MM[:SS]"
+INPUTS = vectors("inputs")
+WORKDAY = vectors("workday")
 
-
-def free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -48,11 +40,6 @@ def conn(server):
     yield connection
     connection.close()
 
-
-def get(conn, target, method="GET"):
-    conn.request(method, target)
-    response = conn.getresponse()
-    return response, response.read()
 
 
 def test_display_name_matches_the_manifest():
