@@ -27,7 +27,6 @@ from loadtest.runner import Limits
 from loadtest.testing import AT_ERROR, N_ERROR, free_port, get, vectors
 
 SERVERS = Path(__file__).resolve().parents[2]
-REPO_ROOT = SERVERS.parent
 INPUTS = vectors("inputs")
 WORKDAY = vectors("workday")
 STACKS = ("flask-gevent", "flask-pypy")

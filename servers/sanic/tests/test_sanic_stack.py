@@ -20,7 +20,6 @@ from loadtest.runner import Limits
 from loadtest.testing import AT_ERROR, N_ERROR, free_port, get, vectors
 
 STACK = Path(__file__).resolve().parent.parent
-REPO_ROOT = STACK.parent.parent
 INPUTS = vectors("inputs")
 WORKDAY = vectors("workday")
 
