@@ -16,12 +16,12 @@ import http.client
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import time
 from pathlib import Path
 
 from .errors import StepError
+from .ports import free_port, port_in_use
 
 NAME = "ceiling"
 DISPLAY_NAME = "nginx (ceiling)"
@@ -83,18 +83,6 @@ http {{
     }}
 }}
 """
-
-
-def port_in_use(port: int) -> bool:
-    with socket.socket() as sock:
-        sock.settimeout(0.5)
-        return sock.connect_ex(("127.0.0.1", port)) == 0
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def nginx_path() -> str | None:

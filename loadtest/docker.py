@@ -37,6 +37,7 @@ from pathlib import Path
 
 from . import compose as compose_file
 from .errors import StepError
+from .ports import free_port, port_in_use
 from .manifest import REPO_ROOT, Manifest
 from .runner import Limits
 
@@ -379,23 +380,6 @@ class DockerRunner:
 def image_id(image: str) -> str | None:
     result = docker("image", "inspect", "--format", "{{.Id}}", image, check=False)
     return result.stdout.strip() if result.returncode == 0 else None
-
-
-def free_port() -> int:
-    """A TCP port nothing listens on right now (for tests on a shared machine)."""
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def port_in_use(port: int) -> bool:
-    import socket
-
-    with socket.socket() as sock:
-        sock.settimeout(0.5)
-        return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
 class Container:

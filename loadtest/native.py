@@ -14,7 +14,6 @@ import http.client
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import time
 from pathlib import Path
@@ -22,6 +21,7 @@ from pathlib import Path
 from .cgroups import CgroupLimits, LimitsUnavailable
 from .errors import StepError
 from .manifest import CALENDAR_FILE, REPO_ROOT, SERVERS_DIR, Manifest
+from .ports import port_in_use
 from .runner import Limits
 
 SHARED_DIR = SERVERS_DIR / "_shared"
@@ -52,12 +52,6 @@ def source_digest(manifest: Manifest) -> str:
             digest.update(str(path.relative_to(root)).encode())
             digest.update(path.read_bytes())
     return digest.hexdigest()
-
-
-def port_in_use(port: int, host: str = "127.0.0.1") -> bool:
-    with socket.socket() as sock:
-        sock.settimeout(0.5)
-        return sock.connect_ex((host, port)) == 0
 
 
 class NativeRunner:

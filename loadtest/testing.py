@@ -9,20 +9,12 @@ from __future__ import annotations
 
 import http.client
 import json
-import socket
-
 from .manifest import REPO_ROOT
+from .ports import free_port  # noqa: F401  (re-exported for stack tests)
 
 VECTORS_DIR = REPO_ROOT / "contracts" / "vectors"
 N_ERROR = b"n must be an integer between 1 and 100"
 AT_ERROR = b"at must be a local time formatted YYYY-MM-DDTHH:MM[:SS]"
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def vectors(name: str) -> dict:

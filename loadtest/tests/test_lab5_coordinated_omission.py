@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import time
 
 import pytest
 
+from loadtest.ports import free_port
 from loadtest import labs
 from loadtest.manifest import REPO_ROOT, load
 from loadtest.native import NativeRunner
@@ -36,11 +36,6 @@ RATE = 500.0
 DURATION = 6.0
 ROUNDS = 3
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def ensure_oha() -> None:

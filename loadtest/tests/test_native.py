@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from loadtest.ports import free_port
 from loadtest.errors import StepError
 from loadtest.manifest import Manifest
 from loadtest.native import NativeRunner
@@ -56,11 +57,6 @@ SERVER = textwrap.dedent(
     """
 )
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from loadtest.ports import free_port
 from loadtest.manifest import load
 from loadtest.native import running_stack
 from loadtest.runner import Limits
@@ -26,11 +27,6 @@ WORKDAY = json.loads((STACK.parent.parent / "contracts/vectors/workday.json").re
 AT_ERROR = b"at must be a local time formatted YYYY-MM-DDTHH:MM[:SS]"
 HELLO = re.compile(rb"Hello World, from Python uvloop \+ httptools! \d{4}-\d\d-\d\d [\d:.]{12}")
 
-
-def free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
