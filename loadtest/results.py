@@ -1,9 +1,10 @@
 """The results folder: `results/<run-id>/`.
 
 - `results.jsonl`: one JSON record a line, appended, flushed and fsync'ed as
-  each record is written, with one write() per line, so a crash or Ctrl-C
-  loses nothing already measured and never leaves a torn line behind (a
-  reader still skips a partial last line, should the disk fill up).
+  each record is written, so a crash or Ctrl-C loses nothing already
+  measured. A kill in the middle of a write (SIGKILL, a full disk) can leave
+  at most one partial last line: readers skip it, and the next writer to
+  open the file trims it before appending.
   Records have a `kind`: "measurement" (one load-tool run), "stack" (what
   happened to a stack: verified, failed a step, stopped uncleanly).
 - `run.json`: provenance (git commit, host CPU, cores, kernel, tool
@@ -50,7 +51,8 @@ class ResultsWriter:
         self.path = path
         # O_APPEND: every write lands at the end even if the file was appended
         # to by an earlier (resumed) run.
-        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        self._fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        _trim_torn_tail(self._fd)
 
     def write(self, record: dict) -> None:
         line = (json.dumps(record, sort_keys=True, default=str) + "\n").encode()
@@ -69,6 +71,22 @@ class ResultsWriter:
 
     def __exit__(self, *exc_info) -> None:
         self.close()
+
+
+def _trim_torn_tail(fd: int) -> None:
+    """Cut a partial last line, left by a writer killed mid-write."""
+    size = os.fstat(fd).st_size
+    if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
+        return
+    end = size
+    while end > 0:
+        chunk_start = max(0, end - 65536)
+        newline = os.pread(fd, end - chunk_start, chunk_start).rfind(b"\n")
+        if newline >= 0:
+            os.ftruncate(fd, chunk_start + newline + 1)
+            return
+        end = chunk_start
+    os.ftruncate(fd, 0)
 
 
 def read_records(path: Path) -> list[dict]:
