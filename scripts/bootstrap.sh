@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install what a fresh Debian machine lacks for `make test` and `make bench`.
 #
-# - Debian packages: load tools, nginx (calibration responder), chromium
+# - Debian packages: load tools (wrk, ab, h2load), nginx (calibration responder
+#   and TLS front), openssl (run-time test certificates), chromium
 #   (report screenshot test) and every package a stack's manifest lists
 #   under [native].apt.
 # - The tooling venv .venv from the lock file requirements-dev.txt
@@ -17,7 +18,7 @@ REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="$REPO_ROOT/.venv"
 PYTHON="${PYTHON:-python3}"
 
-APT_BASE=(wrk apache2-utils nginx-light chromium util-linux procps iproute2 curl)
+APT_BASE=(wrk apache2-utils nginx-light chromium util-linux procps iproute2 curl openssl nghttp2-client)
 
 say() { printf '[bootstrap] %s\n' "$*"; }
 
@@ -53,12 +54,25 @@ install_apt() {
   say "installing Debian packages: ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-  # The Debian nginx package starts a server on port 80; the harness runs its
-  # own instance with a generated config, so the system one is not needed.
-  if command -v service >/dev/null && [[ " ${missing[*]} " == *" nginx"* ]]; then
-    service nginx stop >/dev/null 2>&1 || true
+  without_service_starts apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+without_service_starts() {
+  # Debian's nginx and apache2 packages start a system server on port 80;
+  # the harness runs its own instances with generated configs. A policy-rc.d
+  # that answers 101 ("action forbidden") keeps every package from starting
+  # a service; one that was already there is left alone.
+  local policy=/usr/sbin/policy-rc.d
+  if [[ -e $policy ]]; then
+    "$@"
+    return
   fi
+  printf '#!/bin/sh\nexit 101\n' >"$policy"
+  chmod 755 "$policy"
+  local status=0
+  "$@" || status=$?
+  rm -f "$policy"
+  return $status
 }
 
 install_venv() {

@@ -19,7 +19,17 @@ def parse_args(argv: list) -> argparse.Namespace:
         epilog="Exit status: 0 all checks passed, 1 a check failed, "
         "2 usage error or server unreachable.",
     )
-    parser.add_argument("--base-url", required=True, help="e.g. http://127.0.0.1:8101 (no path)")
+    parser.add_argument(
+        "--base-url",
+        required=True,
+        help="e.g. http://127.0.0.1:8101 or https://127.0.0.1:8443 (no path)",
+    )
+    parser.add_argument(
+        "--tls",
+        metavar="CERT",
+        help="check an https:// base URL trusting this PEM certificate "
+        "(a self-signed test certificate); without it https uses the system trust store",
+    )
     parser.add_argument("--display-name", required=True, help="the name the hello body must carry")
     parser.add_argument(
         "--json", action="store_true", help="print one JSON report instead of lines"
@@ -69,6 +79,7 @@ def main(argv: list | None = None) -> int:
             vectors=args.vectors,
             only=only,
             on_result=None if args.json else stream,
+            tls_cert=args.tls,
         )
     except UsageError as exc:
         print(f"conformance: error: {exc}", file=sys.stderr)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import ssl
 from dataclasses import dataclass, field
 
 from .rawhttp import Client, Connection, ConnectionClosed, ProtocolError, Response, ResponseTimeout
@@ -87,13 +88,14 @@ class Context:
     calendar: TradingCalendar
     workday_cases: tuple
     inputs: Inputs
+    tls: ssl.SSLContext | None = None  # set for https:// base URLs
     observed: dict = field(default_factory=dict)
 
     def connect(self) -> Connection:
-        return Connection(self.host, self.port, self.timeout)
+        return Connection(self.host, self.port, self.timeout, self.tls)
 
     def client(self) -> Client:
-        return Client(self.host, self.port, self.host_header, self.timeout)
+        return Client(self.host, self.port, self.host_header, self.timeout, self.tls)
 
     def fetch(self, target: str, method: str = "GET", headers: tuple = ()) -> Response:
         """One request on a connection of its own, closed afterwards."""

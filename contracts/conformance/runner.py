@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import secrets
+import ssl
 import threading
 import time
 from pathlib import Path
@@ -10,7 +11,7 @@ from urllib.parse import urlsplit
 
 from .checks import Group, select
 from .context import NETWORK_ERRORS, Context, Outcome
-from .rawhttp import ProtocolError, ResponseTimeout
+from .rawhttp import ProtocolError, ResponseTimeout, tls_context
 from .tradingday import CalendarError, TradingCalendar
 from .vectors import VectorError, load_inputs, load_workday
 
@@ -33,17 +34,31 @@ class ServerUnreachable(ConnectionError):
 
 
 def parse_base_url(base_url: str) -> tuple:
-    """(host, port, Host header value) of an http://host:port URL without a path."""
+    """(scheme, host, port, Host header value) of an http(s)://host:port URL without a path."""
     parts = urlsplit(base_url)
-    if parts.scheme != "http" or not parts.hostname:
+    if parts.scheme not in ("http", "https") or not parts.hostname:
         raise UsageError(f"--base-url must look like http://127.0.0.1:8101, got {base_url!r}")
     if parts.path not in ("", "/") or parts.query or parts.fragment or parts.username:
         raise UsageError(f"--base-url must have no path, query or user, got {base_url!r}")
     try:
-        port = parts.port or 80
+        port = parts.port or (443 if parts.scheme == "https" else 80)
     except ValueError:
         raise UsageError(f"--base-url has an invalid port: {base_url!r}") from None
-    return parts.hostname, port, parts.netloc
+    return parts.scheme, parts.hostname, port, parts.netloc
+
+
+def client_tls(scheme: str, tls_cert: str | Path | None) -> ssl.SSLContext | None:
+    """The TLS context for an https:// base URL, trusting `tls_cert` if given."""
+    if tls_cert is not None and scheme != "https":
+        raise UsageError("--tls needs an https:// --base-url")
+    if scheme != "https":
+        return None
+    if tls_cert is not None and not Path(tls_cert).is_file():
+        raise UsageError(f"--tls: no certificate file at {tls_cert}")
+    try:
+        return tls_context(str(tls_cert) if tls_cert is not None else None)
+    except ssl.SSLError as exc:
+        raise UsageError(f"--tls: {tls_cert} is not a PEM certificate: {exc}") from None
 
 
 def make_context(
@@ -53,9 +68,11 @@ def make_context(
     timeout: float,
     calendar: str | Path | None,
     vectors: str | Path | None,
+    tls_cert: str | Path | None = None,
 ) -> Context:
     """Validate the arguments and load the data files the checks need."""
-    host, port, host_header = parse_base_url(base_url)
+    scheme, host, port, host_header = parse_base_url(base_url)
+    tls = client_tls(scheme, tls_cert)
     if not display_name:
         raise UsageError("--display-name must not be empty")
     if timeout <= 0:
@@ -78,6 +95,7 @@ def make_context(
         calendar=trading,
         workday_cases=workday_cases,
         inputs=inputs,
+        tls=tls,
     )
 
 
@@ -154,12 +172,14 @@ def run_checks(
     vectors: str | Path | None = None,
     only=None,
     on_result=None,
+    tls_cert: str | Path | None = None,
 ) -> dict:
     """Check the server at `base_url` against contract v1; return the report.
 
     `only` limits the run to some check groups or categories (names from
     contracts.conformance.checks); `on_result` is called with each check
-    dict as soon as it is known. Raises UsageError for bad arguments or data
+    dict as soon as it is known. An https:// `base_url` is checked over TLS,
+    trusting `tls_cert` (a PEM file) or else the system's trust store. Raises UsageError for bad arguments or data
     files and ServerUnreachable when nothing answers HTTP at `base_url`.
     """
     started = time.monotonic()
@@ -167,7 +187,7 @@ def run_checks(
         groups = select(only)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    ctx = make_context(base_url, display_name, seed, timeout, calendar, vectors)
+    ctx = make_context(base_url, display_name, seed, timeout, calendar, vectors, tls_cert)
     probe(ctx)
     observed = observe(ctx)
     background = [Background(g, ctx) for g in groups if g.background]

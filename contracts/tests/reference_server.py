@@ -15,6 +15,7 @@ import datetime as dt
 import email.utils
 import gzip
 import re
+import ssl
 import sys
 import threading
 import time
@@ -326,11 +327,23 @@ class ReferenceServer:
     """Serves the contract on 127.0.0.1 (a free port) from a background thread."""
 
     def __init__(
-        self, display_name: str = "Reference", breaks=(), calendar: Path = CALENDAR, variations=()
+        self,
+        display_name: str = "Reference",
+        breaks=(),
+        calendar: Path = CALENDAR,
+        variations=(),
+        tls: tuple | None = None,
     ) -> None:
+        """`tls` = (certificate file, key file) serves HTTPS instead of HTTP."""
         self.contract = Contract(display_name, set(breaks), calendar, set(variations))
         self.httpd = _HTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.contract = self.contract
+        self.scheme = "http"
+        if tls is not None:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(*tls)
+            self.httpd.socket = context.wrap_socket(self.httpd.socket, server_side=True)
+            self.scheme = "https"
         self.thread = threading.Thread(
             target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
         )
@@ -338,7 +351,7 @@ class ReferenceServer:
     @property
     def url(self) -> str:
         host, port = self.httpd.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"{self.scheme}://{host}:{port}"
 
     def start(self) -> ReferenceServer:
         self.thread.start()

@@ -250,9 +250,15 @@ def test_group_selection():
 
 
 def test_base_url_parsing():
-    assert parse_base_url("http://127.0.0.1:8101") == ("127.0.0.1", 8101, "127.0.0.1:8101")
-    assert parse_base_url("http://[::1]:8101/") == ("::1", 8101, "[::1]:8101")
-    assert parse_base_url("http://localhost") == ("localhost", 80, "localhost")
-    for bad in ("127.0.0.1:8101", "http://h:1/x", "http://h:1?q", "http://h:99999"):
+    assert parse_base_url("http://127.0.0.1:8101") == (
+        "http",
+        "127.0.0.1",
+        8101,
+        "127.0.0.1:8101",
+    )
+    assert parse_base_url("http://[::1]:8101/") == ("http", "::1", 8101, "[::1]:8101")
+    assert parse_base_url("http://localhost") == ("http", "localhost", 80, "localhost")
+    assert parse_base_url("https://localhost") == ("https", "localhost", 443, "localhost")
+    for bad in ("127.0.0.1:8101", "ftp://h:1", "http://h:1/x", "http://h:1?q", "http://h:99999"):
         with pytest.raises(UsageError):
             parse_base_url(bad)
