@@ -70,7 +70,8 @@ stage hostile "$PY" -m loadtest hostile --quick
 stage soak "$PY" -m loadtest soak --servers gin,sanic,spring-webflux --duration 30s
 
 if "$PY" -m loadtest bench --help >/dev/null 2>&1; then
-  stage bench-smoke "$PY" -m loadtest bench --profile smoke --servers gin,sanic
+  # Native on purpose: the Docker path has its own stage below.
+  stage bench-smoke "$PY" -m loadtest bench --profile smoke --servers gin,sanic --runner native
 else
   skip bench-smoke "harness bench command not present"
 fi
