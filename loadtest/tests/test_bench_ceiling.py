@@ -86,8 +86,12 @@ def test_ceiling_only_run_and_resume(tmp_path):
 
 
 def test_ctrl_c_keeps_measurements_and_writes_the_summary(tmp_path):
+    # 15 measurements (about 30 s) leave ample time to interrupt mid-run; the
+    # harness's raised priority is off so that this polling test is never
+    # starved by the load it watches on a small machine.
     args = ["--profile", "smoke", "--scenarios", "hello,kb1,kb10,kb100,workday",
-            "--connections", "4", "--duration", "2", "--warmup", "0", "--seed", "3"]  # fmt: skip
+            "--connections", "4,8,16", "--duration", "2", "--warmup", "0", "--seed", "3",
+            "--priority", "0"]  # fmt: skip
     process = bench(tmp_path, *args, wait=False)
     deadline = time.monotonic() + 60
     folder = None
@@ -102,7 +106,7 @@ def test_ctrl_c_keeps_measurements_and_writes_the_summary(tmp_path):
     output, _ = process.communicate(timeout=60)
     assert process.returncode == 130, output
     measured = [r for r in read_records(folder / "results.jsonl") if r["kind"] == "measurement"]
-    assert 1 <= len(measured) < 5
+    assert 1 <= len(measured) < 15
     run = json.loads((folder / "run.json").read_text())
     assert run["status"] == "interrupted"
     assert (folder / "summary.csv").is_file() and (folder / "report.html").is_file()
