@@ -137,21 +137,14 @@ class NativeServer:
         workers = limits.workers()
         if workers:
             env["WORKERS"] = str(workers)
-        command = ["bash", "-c", self.manifest.native["run"]]
-        if limits.cpus:
-            command = ["taskset", "-c", ",".join(map(str, limits.cpus)), *command]
-        self.manifest.build_dir.mkdir(parents=True, exist_ok=True)
-        with self.log_path.open("w") as out:
-            return subprocess.Popen(
-                command,
-                cwd=self.manifest.folder,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,  # own process group: stop() reaches every worker
-                preexec_fn=self.cgroup.enter if self.cgroup.wanted else None,
-            )
+        return spawn_group(
+            ["bash", "-c", self.manifest.native["run"]],
+            cwd=self.manifest.folder,
+            env=env,
+            log_path=self.log_path,
+            cpus=limits.cpus,
+            cgroup=self.cgroup,
+        )
 
     def wait_ready(self, timeout: float = 60.0) -> float:
         started = time.monotonic()
@@ -188,18 +181,7 @@ class NativeServer:
 
     def pids(self) -> list[int]:
         """The process group: the server and every worker it forked."""
-        pgid = self.process.pid
-        found = []
-        for entry in Path("/proc").iterdir():
-            if not entry.name.isdigit():
-                continue
-            with contextlib.suppress(OSError, ValueError, IndexError):
-                stat = (entry / "stat").read_text()
-                fields = stat[stat.rindex(")") + 2 :].split()
-                # fields[0] is the state (Z: zombie, already dead), fields[2] the group id
-                if int(fields[2]) == pgid and fields[0] != "Z":
-                    found.append(int(entry.name))
-        return sorted(found)
+        return group_pids(self.process.pid)
 
     def is_alive(self) -> bool:
         return self.process.poll() is None
@@ -236,10 +218,7 @@ class NativeServer:
 
     def _wait_group_empty(self, timeout: float) -> list[int]:
         """Give workers a moment to follow their parent out; returns any left behind."""
-        deadline = time.monotonic() + timeout
-        while (left := self.pids()) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        return left
+        return wait_group_empty(self.process.pid, timeout)
 
     def kill(self) -> None:
         """Kill the whole process group, whatever state it is in; never raises."""
@@ -264,6 +243,59 @@ def tail(path: Path, lines: int = 40) -> str:
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
     except OSError:
         return ""
+
+
+def spawn_group(
+    command: list[str],
+    cwd: Path,
+    env: dict,
+    log_path: Path,
+    cpus: tuple[int, ...] | None = None,
+    cgroup: CgroupLimits | None = None,
+) -> subprocess.Popen:
+    """Start a server as its own process group, pinned to `cpus`, inside `cgroup`.
+
+    Output (stdout and stderr) goes to `log_path`. The stacks and the TLS
+    fronts (loadtest/front.py) are started the same way, so they share the
+    server cores, the CPU quota and the memory limit on equal terms.
+    """
+    if cpus:
+        command = ["taskset", "-c", ",".join(map(str, cpus)), *command]
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with log_path.open("w") as out:
+        return subprocess.Popen(
+            command,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # own process group: stopping it reaches every worker
+            preexec_fn=cgroup.enter if cgroup is not None and cgroup.wanted else None,
+        )
+
+
+def group_pids(pgid: int) -> list[int]:
+    """Live processes of a process group (zombies are already dead)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            stat = (entry / "stat").read_text()
+            fields = stat[stat.rindex(")") + 2 :].split()
+            # fields[0] is the state (Z: zombie, already dead), fields[2] the group id
+            if int(fields[2]) == pgid and fields[0] != "Z":
+                found.append(int(entry.name))
+    return sorted(found)
+
+
+def wait_group_empty(pgid: int, timeout: float) -> list[int]:
+    """Wait until a process group has no live process; returns any left behind."""
+    deadline = time.monotonic() + timeout
+    while (left := group_pids(pgid)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return left
 
 
 @contextlib.contextmanager
