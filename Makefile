@@ -28,6 +28,7 @@ SEED ?=
 RESUME ?=
 PRIORITY ?=
 TIMEOUT ?=
+FRONT ?=
 RUN ?=
 
 # Forward only the knobs that were set, as --knob value.
@@ -38,7 +39,8 @@ BENCH_ARGS = --profile '$(PROFILE)' $(call knob,SERVERS,servers) $(call knob,RUN
 	$(call knob,SERVER_CPUS,server-cpus) $(call knob,CLIENT_CPUS,client-cpus) \
 	$(call knob,SERVER_CPU_QUOTA,server-cpu-quota) $(call knob,SERVER_MEMORY,server-memory) \
 	$(call knob,RATE,rate) $(call knob,TOOL,tool) $(call knob,SEED,seed) \
-	$(call knob,RESUME,resume) $(call knob,PRIORITY,priority) $(call knob,TIMEOUT,timeout)
+	$(call knob,RESUME,resume) $(call knob,PRIORITY,priority) $(call knob,TIMEOUT,timeout) \
+	$(call knob,FRONT,front)
 
 .PHONY: help
 help: ## List every target with one line each
@@ -46,7 +48,7 @@ help: ## List every target with one line each
 	@echo
 	@echo "  Knobs: SERVERS=a,b SERVER=x PROFILE=quick RUNNER=native|docker SCENARIOS CONNECTIONS"
 	@echo "         DURATION WARMUP REPEAT SERVER_CPUS CLIENT_CPUS SERVER_CPU_QUOTA SERVER_MEMORY"
-	@echo "         RATE TOOL SEED PRIORITY TIMEOUT RESUME RUN"
+	@echo "         RATE TOOL SEED PRIORITY TIMEOUT FRONT=none|nginx|apache RESUME RUN"
 
 .PHONY: bootstrap
 bootstrap: ## Install what this machine lacks (Debian packages, tooling venv)
@@ -57,13 +59,13 @@ list: bootstrap ## List the stacks and whether their toolchain is present
 	@$(HARNESS) list
 
 .PHONY: serve
-serve: bootstrap ## Run one stack natively in the foreground: make serve SERVER=gin
+serve: bootstrap ## Run one stack natively in the foreground: make serve SERVER=gin [FRONT=nginx]
 	@test -n "$(SERVER)" || { echo "usage: make serve SERVER=<name>  (make list shows the names)"; exit 2; }
-	@$(HARNESS) serve $(SERVER)
+	@$(HARNESS) serve $(SERVER) $(call knob,FRONT,front)
 
 .PHONY: check
-check: bootstrap ## Build, start and verify stacks against the contract: make check [SERVERS=gin,sanic]
-	@$(HARNESS) check $(call knob,SERVERS,servers) $(call knob,RUNNER,runner)
+check: bootstrap ## Build, start and verify stacks against the contract: make check [SERVERS=gin,sanic] [FRONT=nginx]
+	@$(HARNESS) check $(call knob,SERVERS,servers) $(call knob,RUNNER,runner) $(call knob,FRONT,front)
 
 .PHONY: test
 test: bootstrap ## Every test: manifests, unit tests per language, make check, smoke bench

@@ -34,7 +34,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from . import calibration, plan
+from . import calibration, front, plan
 from .errors import StepError
 from .manifest import ManifestError, load, stack_names
 from .metrics import UsageSampler, response_bytes
@@ -123,6 +123,7 @@ class Bench:
         self.seq = 0
         self.interrupted = False
         self.writer: ResultsWriter | None = None
+        self.run_info: dict | None = None
         self.progress: Progress | None = None
         self.task = None
         self.cases_total = 0
@@ -170,12 +171,44 @@ class Bench:
             )
             self.knobs.calibration = False
 
+    def use_front(self, stacks: list[str]) -> None:
+        """FRONT=nginx|apache: every stack is started behind that TLS front."""
+        kind = self.knobs.front
+        if kind == "none":
+            return
+        manifests = []
+        for name in stacks:
+            with contextlib.suppress(ManifestError):
+                manifests.append(load(name))
+        refusal = front.refusal(kind, manifests)
+        if refusal:
+            raise KnobError(refusal)
+        # The front's rendered config, pid and temp files, and the run's
+        # certificate, live in the results folder next to the numbers.
+        self.runner = front.wrap(self.runner, kind, self.folder / "front", self.folder / "tls")
+
+    def record_front(self, stack: str, server) -> None:
+        """The front's whole rendered config, once per stack, into run.json."""
+        fronted = getattr(server, "front", None)
+        if fronted is None or self.run_info is None:
+            return
+        configs = self.run_info.setdefault("front", {}).setdefault("configs", {})
+        if stack in configs:
+            return
+        configs[stack] = {
+            "file": str(fronted.config_path.relative_to(self.folder.resolve())),
+            "text": fronted.config_text,
+        }
+        write_json_atomic(self.folder / RUN_FILE, self.run_info)
+
     def tool_versions(self) -> dict:
         versions = {}
         for name in ("wrk", "oha", "ab"):
             tool = get_tool(name)
             versions[name] = tool.version() if tool.available() else "absent"
         versions["nginx"] = calibration.version()
+        if self.knobs.front != "none":
+            versions["front"] = front.version(self.knobs.front)
         return versions
 
     def provenance(self, stacks: list[str]) -> dict:
@@ -194,7 +227,20 @@ class Bench:
             "stacks": manifests,
             "runtime_versions": {},
             "priority_applied": self.priority,
+            "front": self.front_provenance(),
             "status": "running",
+        }
+
+    def front_provenance(self) -> dict:
+        kind = self.knobs.front
+        if kind == "none":
+            return {"kind": "none"}
+        template = front.FRONTS[kind].template
+        return {
+            "kind": kind,
+            "version": front.version(kind),
+            "template": str(template.relative_to(template.parents[2])),
+            "configs": {},  # stack -> the rendered config, filled in at its first start
         }
 
     # --------------------------------------------------------------- the run
@@ -207,6 +253,7 @@ class Bench:
                 self.runner = get_runner(self.knobs.runner)
             except (ImportError, ValueError) as exc:
                 raise KnobError(f"RUNNER={self.knobs.runner}: not available ({exc})") from None
+            self.use_front(stacks)
         except (KnobError, ToolError) as exc:
             self.console.print(f"[red]bench: {escape(str(exc))}[/]")
             return 2
@@ -225,6 +272,7 @@ class Bench:
             )
         else:
             run_info = self.provenance(stacks)
+        self.run_info = run_info
         write_json_atomic(run_file, run_info)
         self.writer = ResultsWriter(self.folder / RESULTS_FILE)
         previous_handler = signal.signal(signal.SIGTERM, _raise_interrupt)
@@ -407,6 +455,7 @@ class Bench:
             server = self.start_server(instance)
             ready = server.wait_ready(READY_TIMEOUT_S)
             self.prioritize(server)
+            self.record_front(stack, server)
             if stack != calibration.NAME and stack not in self.verified:
                 self.verify(stack, server, ready)
             self.measure_response_bytes(stack, server, instance)
@@ -451,7 +500,7 @@ class Bench:
 
         manifest = self.manifests[stack]
         self.progress.update(self.task, description=f"{stack} verify")
-        report = run_conformance(manifest, server.base_url)
+        report = run_conformance(manifest, server.base_url, front.checker_args(server))
         failures = [
             f"{c['id']}: {c.get('detail', '')}" for c in report.get("checks", []) if not c.get("ok")
         ]
@@ -475,7 +524,10 @@ class Bench:
         port = int(server.base_url.rsplit(":", 1)[1])
         for scenario in {c.scenario for c in instance.cases}:
             if (stack, scenario) not in self.response_bytes:
-                measured = response_bytes("127.0.0.1", port, plan.SCENARIOS[scenario])
+                measured = response_bytes(
+                    "127.0.0.1", port, plan.SCENARIOS[scenario],
+                    tls_cert=getattr(server, "tls_cert", None),
+                )  # fmt: skip
                 self.response_bytes[(stack, scenario)] = measured.to_dict()
 
     def spec(self, server, case: Case, rate: float | None = None, duration=None):

@@ -15,6 +15,7 @@ import time
 from dataclasses import asdict, dataclass, field
 
 from .errors import StepError
+from .front import checker_args
 from .manifest import REPO_ROOT, Manifest
 from .runner import Limits, Runner
 
@@ -100,7 +101,7 @@ def check_stack(runner: Runner, manifest: Manifest, log=print) -> CheckOutcome:
         server = runner.start(manifest, Limits())
         outcome.ready_s = server.wait_ready(READY_TIMEOUT_S)
         log(f"[{manifest.name}] ready in {outcome.ready_s:.1f} s on {server.base_url}")
-        report = run_conformance(manifest, server.base_url)
+        report = run_conformance(manifest, server.base_url, checker_args(server))
         outcome.passed, outcome.failed = report["passed"], report["failed"]
         outcome.known = report["known_failures"]
         outcome.failures = [

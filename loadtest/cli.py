@@ -7,6 +7,7 @@ here. Each subcommand lives in its own module and registers itself below.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 
@@ -52,10 +53,17 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+    from . import front
     from .check import check_all
     from .runner import get_runner
 
-    return check_all(get_runner(args.runner), manifests.load_all(stack_list(args.servers)))
+    stacks = manifests.load_all(stack_list(args.servers))
+    refusal = front.refusal(args.front, stacks)
+    if refusal:
+        print(f"check: {refusal}", file=sys.stderr)
+        return 2
+    runner = front.wrap(get_runner(args.runner), args.front, front.DEFAULT_FOLDER)
+    return check_all(runner, stacks)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -67,6 +75,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     reason = runner.unavailable_reason(manifest)
     if reason:
         raise StepError(manifest.name, "prerequisites", reason)
+    if args.front != "none":
+        return serve_fronted(runner, manifest, args)
     runner.build(manifest)
     env = base_env(manifest)
     env.update(PORT=str(manifest.port), HOST=args.host)
@@ -76,6 +86,45 @@ def cmd_serve(args: argparse.Namespace) -> int:
     sys.stdout.flush()
     os.chdir(manifest.folder)
     os.execvpe("bash", ["bash", "-c", manifest.native["run"]], env)
+
+
+def serve_fronted(runner, manifest, args: argparse.Namespace) -> int:
+    """The stack on its port behind a TLS front on a free port, until Ctrl-C."""
+    import signal
+    import threading
+
+    from . import front
+    from .runner import Limits
+
+    refusal = front.refusal(args.front, [manifest])
+    if refusal:
+        print(f"serve: {refusal}", file=sys.stderr)
+        return 2
+    runner.build(manifest)
+    fronted = front.FrontedRunner(runner, args.front, front.DEFAULT_FOLDER)
+    limits = Limits(cpus=None, extra_env={"WORKERS": str(args.workers)} if args.workers else {})
+    stopping = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stopping.set())
+    server = fronted.start(manifest, limits)
+    try:
+        server.wait_ready()
+        print(
+            f"Serving {manifest.display_name} behind {args.front} on {server.base_url}/ "
+            f"(HTTP/2 and HTTP/1.1; trust {server.tls_cert}); the stack itself on "
+            f"{server.stack.base_url}/ (Ctrl-C stops both)"
+        )
+        sys.stdout.flush()
+        while not stopping.wait(1.0):
+            if not server.is_alive():
+                print(server.output_tail(), file=sys.stderr)
+                return 1
+    except KeyboardInterrupt:
+        pass
+    finally:
+        with contextlib.suppress(StepError):
+            server.stop()
+        server.kill()
+    return 0
 
 
 def parser() -> argparse.ArgumentParser:
@@ -90,12 +139,18 @@ def parser() -> argparse.ArgumentParser:
     check = sub.add_parser("check", help="build, start and verify stacks")
     check.add_argument("--servers", help="comma-separated stack names (default: all)")
     check.add_argument("--runner", default="native", choices=("native", "docker"))
+    check.add_argument(
+        "--front", default="none", help="TLS reverse proxy before each stack: none, nginx, apache"
+    )
     check.set_defaults(func=cmd_check)
 
     serve = sub.add_parser("serve", help="run one stack in the foreground")
     serve.add_argument("server")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--workers", type=int)
+    serve.add_argument(
+        "--front", default="none", help="TLS reverse proxy before the stack: none, nginx, apache"
+    )
     serve.set_defaults(func=cmd_serve)
 
     for register in extra_commands():

@@ -192,7 +192,7 @@ class Front:
             upstream=upstream,
             cert=tls_files.cert.resolve(),
             key=tls_files.key.resolve(),
-            workers=len(cpus) if cpus else 1,
+            workers=len(cpus) if cpus else len(os.sched_getaffinity(0)),
         )
         self.config_path = self.folder / f"{kind}.conf"
         self.config_path.write_text(self.config_text)

@@ -14,11 +14,14 @@ headers dominate and decide MB/s).
 
 from __future__ import annotations
 
+import contextlib
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 import psutil
 
@@ -183,12 +186,22 @@ class ResponseBytes:
         return data
 
 
-def response_bytes(host: str, port: int, path: str, timeout: float = 5.0) -> ResponseBytes:
-    """Send one keep-alive GET (as the load tools do) and measure the answer's bytes."""
+def response_bytes(
+    host: str, port: int, path: str, timeout: float = 5.0, tls_cert: Path | None = None
+) -> ResponseBytes:
+    """Send one keep-alive GET (as the load tools do) and measure the answer's bytes.
+
+    With `tls_cert` the request goes over HTTPS (HTTP/1.1), trusting that
+    certificate; the bytes counted are the HTTP message, not the TLS records.
+    """
     request = f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n".encode()
     result = ResponseBytes()
     try:
-        with socket.create_connection((host, port), timeout=timeout) as sock:
+        with contextlib.ExitStack() as stack:
+            sock = stack.enter_context(socket.create_connection((host, port), timeout=timeout))
+            if tls_cert is not None:
+                context = ssl.create_default_context(cafile=str(tls_cert))
+                sock = stack.enter_context(context.wrap_socket(sock, server_hostname=host))
             sock.sendall(request)
             data = b""
             while b"\r\n\r\n" not in data:

@@ -28,6 +28,7 @@ SCENARIOS = {
     "workday": "/workday",
 }
 TOOLS = ("wrk", "oha", "ab")
+FRONTS = ("none", "nginx", "apache")  # loadtest/front.py
 # Knob name (as in the Makefile and the environment) -> profiles.toml key.
 KNOBS = {
     "SERVERS": "servers",
@@ -46,6 +47,7 @@ KNOBS = {
     "RUNNER": "runner",
     "TIMEOUT": "timeout",
     "PRIORITY": "priority",
+    "FRONT": "front",
 }
 # Seconds a case costs beyond its duration (tool start, sampling, bookkeeping),
 # and per started stack (start, ready, stop); used for the estimate only.
@@ -119,6 +121,7 @@ class Knobs:
     requests: dict
     calibration: bool
     priority: int = 0  # nice value for the server and the tool (loadtest/priority.py)
+    front: str = "none"  # TLS reverse proxy before each stack: none, nginx, apache (front.py)
     experiment: str = "none"
     description: str = ""
     servers_from_profile: bool = False
@@ -225,6 +228,8 @@ def validate(knobs: Knobs) -> None:
         raise KnobError("CONNECTIONS must be a list of positive integers")
     if knobs.tool not in TOOLS:
         raise KnobError(f"TOOL={knobs.tool!r}: use one of {', '.join(TOOLS)}")
+    if knobs.front not in FRONTS:
+        raise KnobError(f"FRONT={knobs.front!r}: use one of {', '.join(FRONTS)}")
     if not -20 <= knobs.priority <= 19:
         raise KnobError(f"PRIORITY={knobs.priority}: a nice value, -20..19 (0 = unchanged)")
     if knobs.duration <= 0 or knobs.warmup < 0 or knobs.repeat < 1 or knobs.timeout < 1:
