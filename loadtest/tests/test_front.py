@@ -1,0 +1,313 @@
+"""TLS fronts (FRONT=nginx|apache) with real nginx and Apache httpd.
+
+The upstream is the contract's reference server (contracts/tests/), either in
+this process (to count the connections the front opens to it) or as a
+throw-away native stack (to go through the runner, `make check`'s steps and
+the stop of both processes). Everything listens on free ports of 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import http.client
+import os
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+import uuid
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from contracts.conformance import run_checks
+from contracts.tests.reference_server import ReferenceServer
+from loadtest import cli, front, plan, tls
+from loadtest.check import check_stack
+from loadtest.errors import StepError
+from loadtest.manifest import Manifest
+from loadtest.native import NativeRunner, group_pids
+from loadtest.ports import free_port
+from loadtest.runner import Limits
+
+KINDS = [
+    pytest.param(
+        kind,
+        marks=pytest.mark.skipif(front.binary(kind) is None, reason=f"{kind} not installed"),
+    )
+    for kind in ("nginx", "apache")
+]
+DISPLAY_NAME = "Reference"
+
+# The reference server as a stack: PORT from the runner, clean exit on SIGTERM.
+REFERENCE_STACK = textwrap.dedent(
+    """
+    import os, signal, sys
+    sys.path.insert(0, os.environ["REPO_ROOT"])
+    from contracts.tests.reference_server import CALENDAR, Contract, Handler, _HTTPServer
+    httpd = _HTTPServer(("127.0.0.1", int(os.environ["PORT"])), Handler)
+    httpd.contract = Contract(sys.argv[1], set(), CALENDAR, set())
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    httpd.serve_forever()
+    """
+)
+
+
+@pytest.fixture(scope="module")
+def folder():
+    """A world-searchable folder: as root, the fronts' workers run as www-data."""
+    path = Path(tempfile.mkdtemp(prefix="serverlab-front-test-"))
+    path.chmod(0o755)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def tls_files(folder) -> tls.TlsFiles:
+    return tls.self_signed(folder / "tls")
+
+
+@pytest.fixture
+def counted_reference():
+    """The reference server, counting the TCP connections it accepts."""
+    with ReferenceServer(DISPLAY_NAME) as server:
+        httpd = server.httpd
+        accepted = []
+        original = httpd.process_request
+
+        def counting(request, address):
+            accepted.append(address)
+            original(request, address)
+
+        httpd.process_request = counting
+        server.accepted = accepted
+        yield server
+
+
+def started_front(kind, server, folder, tls_files) -> front.Front:
+    upstream = server.url.split("//", 1)[1]
+    proxy = front.Front(kind, upstream, folder / f"{kind}-{uuid.uuid4().hex[:6]}", tls_files)
+    try:
+        proxy.wait_ready(30)
+    except BaseException:
+        proxy.kill()
+        raise
+    return proxy
+
+
+def alpn(port: int, cert: Path, offered: list[str]) -> str | None:
+    context = ssl.create_default_context(cafile=str(cert))
+    context.set_alpn_protocols(offered)
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+        with context.wrap_socket(sock, server_hostname="127.0.0.1") as tls_sock:
+            return tls_sock.selected_alpn_protocol()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_whole_contract_passes_over_tls_through_the_front(kind, counted_reference, folder,
+                                                          tls_files):  # fmt: skip
+    proxy = started_front(kind, counted_reference, folder, tls_files)
+    try:
+        report = run_checks(proxy.base_url, DISPLAY_NAME, tls_cert=tls_files.cert)
+        assert report["failed"] == 0, [c for c in report["checks"] if not c["ok"]]
+        assert report["passed"] > 90
+        assert proxy.base_url.startswith("https://127.0.0.1:")
+    finally:
+        proxy.stop()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_alpn_offers_h2_and_http11_still_works(kind, counted_reference, folder, tls_files):
+    proxy = started_front(kind, counted_reference, folder, tls_files)
+    try:
+        assert alpn(proxy.port, tls_files.cert, ["h2", "http/1.1"]) == "h2"
+        assert alpn(proxy.port, tls_files.cert, ["http/1.1"]) == "http/1.1"
+        context = ssl.create_default_context(cafile=str(tls_files.cert))
+        connection = http.client.HTTPSConnection("127.0.0.1", proxy.port, context=context)
+        connection.request("GET", "/?n=100")
+        response = connection.getresponse()
+        body = response.read()
+        assert response.status == 200 and response.version == 11
+        # The 100 KB answer keeps the stack's exact length (never chunked).
+        assert response.getheader("Content-Length") == "100000" and len(body) == 100_000
+        assert response.getheader("Transfer-Encoding") is None
+        connection.close()
+    finally:
+        proxy.stop()
+
+
+@pytest.mark.skipif(shutil.which("h2load") is None, reason="h2load (nghttp2-client) not installed")
+@pytest.mark.parametrize("kind", KINDS)
+def test_requests_over_http2_succeed(kind, counted_reference, folder, tls_files):
+    proxy = started_front(kind, counted_reference, folder, tls_files)
+    try:
+        result = subprocess.run(
+            ["h2load", "-n", "200", "-c", "2", "-m", "4", proxy.base_url + "/workday"],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        assert "Application protocol: h2" in result.stdout
+        assert "200 succeeded, 0 failed, 0 errored" in result.stdout
+        assert "status codes: 200 2xx" in result.stdout
+    finally:
+        proxy.stop()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_connections_to_the_stack_are_kept_alive(kind, counted_reference, folder, tls_files):
+    proxy = started_front(kind, counted_reference, folder, tls_files)
+    try:
+        before = len(counted_reference.accepted)
+        context = ssl.create_default_context(cafile=str(tls_files.cert))
+        # 100 requests on 10 client connections, one after the other.
+        for _ in range(10):
+            connection = http.client.HTTPSConnection("127.0.0.1", proxy.port, context=context)
+            for _ in range(10):
+                connection.request("GET", "/workday")
+                response = connection.getresponse()
+                response.read()
+                assert response.status == 200
+            connection.close()
+        opened = len(counted_reference.accepted) - before
+        # One per worker at most (a worker's idle connection is reused); without
+        # upstream keep-alive it would be 100.
+        assert opened <= len(os.sched_getaffinity(0)), opened
+    finally:
+        proxy.stop()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_stop_leaves_no_process_and_a_killed_front_is_an_unclean_stop(
+    kind, counted_reference, folder, tls_files
+):
+    proxy = started_front(kind, counted_reference, folder, tls_files)
+    pgid = proxy.process.pid
+    assert len(proxy.pids()) >= 2, "a master and its workers"
+    assert proxy.stop() in front.CLEAN_EXIT_CODES
+    assert group_pids(pgid) == [] and not proxy.is_alive()
+
+    proxy = started_front(kind, counted_reference, folder, tls_files)
+    os.kill(proxy.process.pid, signal.SIGKILL)
+    with pytest.raises(StepError) as caught:
+        proxy.stop()
+    assert caught.value.step == "stop"
+    assert group_pids(proxy.process.pid) == []
+
+
+@pytest.fixture
+def reference_stack(folder):
+    """A manifest whose `run` starts the reference server, for the native runner."""
+    name = f"test-front-{uuid.uuid4().hex[:8]}"
+    stack_folder = folder / name
+    stack_folder.mkdir()
+    (stack_folder / "server.py").write_text(REFERENCE_STACK)
+    manifest = Manifest(
+        name=name,
+        folder=stack_folder,
+        display_name=DISPLAY_NAME,
+        language="Python",
+        framework="http.server",
+        framework_version="3",
+        runtime="CPython",
+        runtime_version="3",
+        port=free_port(),
+        concurrency={"kind": "threads", "default_workers": "cpus", "workers": "1"},
+        native={
+            "requires": ["python3"],
+            "apt": [],
+            "version": "python3 -V",
+            "build": "true",
+            "run": f'exec {sys.executable} server.py "{DISPLAY_NAME}"',
+        },
+        docker={"dockerfile": "Dockerfile"},
+        tuning=[],
+    )
+    yield manifest
+    shutil.rmtree(manifest.build_dir, ignore_errors=True)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_check_passes_behind_the_front_and_stop_ends_both(kind, reference_stack, folder):
+    runner = front.wrap(NativeRunner(), kind, folder / "fronts", folder / "tls")
+    outcome = check_stack(runner, reference_stack, log=lambda line: None)
+    assert outcome.status == "passed", (outcome.reason, outcome.failures)
+    assert outcome.failed == 0 and outcome.passed > 90
+    assert (folder / "fronts" / reference_stack.name / f"{kind}.conf").is_file()
+
+    server = runner.start(reference_stack, Limits(cpus=(0,)))
+    try:
+        server.wait_ready(30)
+        assert server.base_url.startswith("https://") and server.tls_cert == folder / "tls/cert.pem"
+        front_pids, stack_pids = server.front.pids(), server.stack.pids()
+        assert front_pids and stack_pids and server.pids() == sorted(front_pids + stack_pids)
+        for pid in server.pids():
+            status = Path(f"/proc/{pid}/status").read_text()
+            assert "Cpus_allowed_list:\t0\n" in status, "front and stack share the server cores"
+        expected = {"nginx": "nginx/", "apache": "Apache/"}[kind]
+        assert expected in runner.versions(reference_stack)["front"]
+        server.stop()
+        assert group_pids(server.front.process.pid) == []
+        assert group_pids(server.stack.process.pid) == []
+    finally:
+        server.kill()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_dead_stack_behind_a_live_front_is_reported_at_stop(kind, reference_stack, folder):
+    runner = front.wrap(NativeRunner(), kind, folder / "fronts", folder / "tls")
+    server = runner.start(reference_stack, Limits())
+    try:
+        server.wait_ready(30)
+        os.killpg(server.stack.process.pid, signal.SIGKILL)
+        time.sleep(0.2)
+        assert not server.is_alive()
+        with pytest.raises(StepError) as caught:
+            server.stop()
+        assert caught.value.step == "stop" and "exit code -9" in caught.value.message
+        assert group_pids(server.front.process.pid) == [], "the front is stopped all the same"
+    finally:
+        server.kill()
+
+
+def test_rendered_configs_have_no_placeholder_left(folder, tls_files):
+    for kind in ("nginx", "apache"):
+        text = front.render(
+            kind, folder=folder, listen="127.0.0.1:1", upstream="127.0.0.1:2",
+            cert=tls_files.cert, key=tls_files.key, workers=3,
+        )  # fmt: skip
+        assert not front.PLACEHOLDER.search(text)
+        assert "127.0.0.1:2" in text and str(tls_files.cert) in text
+
+
+def test_missing_binary_names_the_debian_package(monkeypatch, capsys):
+    missing = front.Kind("apache", "serverlab-no-such-httpd", "apache2", front.TEMPLATES / "x")
+    monkeypatch.setitem(front.FRONTS, "apache", missing)
+    reason = front.refusal("apache", [])
+    assert "serverlab-no-such-httpd not found" in reason
+    assert "Debian package apache2" in reason
+    # `make check SERVERS=gin FRONT=apache` refuses before building anything.
+    assert cli.main(["check", "--servers", "gin", "--front", "apache"]) == 2
+    assert "Debian package apache2" in capsys.readouterr().err
+
+
+def test_stacks_that_serve_tls_themselves_are_refused():
+    static = SimpleNamespace(name="nginx-static", contract="static", tls=True)
+    api = SimpleNamespace(name="go-nethttp", contract="api", tls=False)
+    assert front.refusal("none", [static]) is None
+    reason = front.refusal("nginx", [api, static])
+    assert "nginx-static" in reason and "go-nethttp" not in reason
+    assert "FRONT=none" in reason
+    assert "use one of" in front.refusal("caddy", [api])
+
+
+def test_front_knob_from_profile_environment_and_command_line():
+    assert plan.resolve("smoke", env={}).front == "none"
+    assert plan.resolve("smoke", env={"FRONT": "nginx"}).front == "nginx"
+    assert plan.resolve("smoke", env={"FRONT": "nginx"}, cli={"FRONT": "apache"}).front == "apache"
+    with pytest.raises(plan.KnobError, match="FRONT='caddy'"):
+        plan.resolve("smoke", env={"FRONT": "caddy"})
