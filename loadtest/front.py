@@ -81,7 +81,7 @@ def version(kind: str) -> str:
     path = binary(kind)
     if path is None:
         return "absent"
-    result = subprocess.run([path, "-v"], capture_output=True, text=True, timeout=30)
+    result = subprocess.run([path, "-v"], capture_output=True, text=True, timeout=30, check=False)
     lines = (result.stderr or result.stdout).strip().splitlines()
     return lines[0] if lines else "unknown"
 
@@ -209,9 +209,7 @@ class Front:
     def answers(self) -> bool:
         """An HTTPS answer from the stack through the front (a 5xx is the front's own)."""
         context = ssl.create_default_context(cafile=str(self.tls_cert))
-        connection = http.client.HTTPSConnection(
-            "127.0.0.1", self.port, timeout=2, context=context
-        )
+        connection = http.client.HTTPSConnection("127.0.0.1", self.port, timeout=2, context=context)
         try:
             connection.request("GET", "/")
             response = connection.getresponse()
