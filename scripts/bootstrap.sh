@@ -2,7 +2,9 @@
 # Install what a fresh Debian machine lacks for `make test` and `make bench`.
 #
 # - Debian packages: load tools (wrk, ab, h2load), nginx (calibration responder
-#   and TLS front), openssl (run-time test certificates), chromium
+#   and TLS front), apache2 (the other TLS front, FRONT=apache: Apache httpd
+#   with mod_ssl, mod_http2 and mod_proxy_http), openssl (run-time test
+#   certificates), chromium
 #   (report screenshot test) and every package a stack's manifest lists
 #   under [native].apt.
 # - The tooling venv .venv from the lock file requirements-dev.txt
@@ -18,7 +20,7 @@ REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="$REPO_ROOT/.venv"
 PYTHON="${PYTHON:-python3}"
 
-APT_BASE=(wrk apache2-utils nginx-light chromium util-linux procps iproute2 curl openssl nghttp2-client)
+APT_BASE=(wrk apache2-utils nginx-light apache2 chromium util-linux procps iproute2 curl openssl nghttp2-client)
 
 say() { printf '[bootstrap] %s\n' "$*"; }
 

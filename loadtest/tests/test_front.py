@@ -313,3 +313,27 @@ def test_front_knob_from_profile_environment_and_command_line():
     assert plan.resolve("smoke", env={"FRONT": "nginx"}, cli={"FRONT": "apache"}).front == "apache"
     with pytest.raises(plan.KnobError, match="FRONT='caddy'"):
         plan.resolve("smoke", env={"FRONT": "caddy"})
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_stacks_date_and_length_reach_the_client_unchanged(kind, folder, tls_files):
+    # A stack whose Date is an hour old: the client must see exactly that Date
+    # (the contract's Date rules are the stack's, not the front's).
+    with ReferenceServer(DISPLAY_NAME, breaks={"stale-date"}) as stack:
+        direct = http.client.HTTPConnection("127.0.0.1", stack.httpd.server_address[1])
+        direct.request("GET", "/?n=1")
+        expected = direct.getresponse()
+        expected.read()
+        direct.close()
+        proxy = started_front(kind, stack, folder, tls_files)
+        try:
+            context = ssl.create_default_context(cafile=str(tls_files.cert))
+            connection = http.client.HTTPSConnection("127.0.0.1", proxy.port, context=context)
+            connection.request("GET", "/?n=1")
+            response = connection.getresponse()
+            response.read()
+            connection.close()
+            for header in ("Date", "Content-Type", "Content-Length"):
+                assert response.getheader(header) == expected.getheader(header), header
+        finally:
+            proxy.stop()
