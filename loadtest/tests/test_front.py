@@ -9,6 +9,7 @@ the stop of both processes). Everything listens on free ports of 127.0.0.1.
 from __future__ import annotations
 
 import http.client
+import json
 import os
 import shutil
 import signal
@@ -337,3 +338,66 @@ def test_the_stacks_date_and_length_reach_the_client_unchanged(kind, folder, tls
                 assert response.getheader(header) == expected.getheader(header), header
         finally:
             proxy.stop()
+
+
+# `bench` on the reference stack alone, behind a front (the ceiling still runs).
+BENCH_SCRIPT = """
+import os, sys
+from pathlib import Path
+from loadtest import bench
+from loadtest.manifest import Manifest
+folder = Path(os.environ["FRONT_TEST_STACK"])
+manifest = Manifest(
+    name=folder.name, folder=folder, display_name="Reference", language="Python",
+    framework="http.server", framework_version="3", runtime="CPython", runtime_version="3",
+    port=int(os.environ["FRONT_TEST_PORT"]),
+    concurrency={"kind": "threads", "default_workers": "cpus", "workers": "1"},
+    native={"requires": ["python3"], "apt": [], "version": "python3 -V", "build": "true",
+            "run": f'exec {sys.executable} server.py Reference'},
+    docker={"dockerfile": "Dockerfile"}, tuning=[],
+)
+bench.Bench.stacks = lambda self: [manifest.name]
+bench.load = lambda name: manifest
+sys.exit(bench.cmd_bench(bench_args(sys.argv[1:])))
+"""
+
+
+@pytest.mark.skipif(shutil.which("wrk") is None, reason="wrk not installed")
+@pytest.mark.parametrize("kind", KINDS)
+def test_bench_measures_through_the_front_and_keeps_its_config(kind, reference_stack, folder):
+    from loadtest.results import read_records
+    from loadtest.tests.test_bench_ceiling import PRELUDE, REPO_ROOT
+
+    results = folder / f"results-{kind}"
+    command = [
+        sys.executable, "-c", PRELUDE + BENCH_SCRIPT, "--results-dir", str(results),
+        "--profile", "smoke", "--front", kind, "--scenarios", "workday,kb100",
+        "--connections", "4", "--duration", "1", "--warmup", "0", "--priority", "0",
+    ]  # fmt: skip
+    env = dict(
+        os.environ, SEED="", DURATION="", PROFILE="", FRONT="",
+        FRONT_TEST_STACK=str(reference_stack.folder), FRONT_TEST_PORT=str(reference_stack.port),
+    )  # fmt: skip
+    result = subprocess.run(
+        command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=240, env=env, check=False
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    (run,) = [p for p in results.iterdir() if p.is_dir()]
+    info = json.loads((run / "run.json").read_text())
+    assert info["knobs"]["front"] == kind
+    assert info["front"]["version"] == front.version(kind) == info["tools"]["front"]
+    assert info["front"]["template"] == f"loadtest/fronts/{front.FRONTS[kind].template.name}"
+    config = info["front"]["configs"][reference_stack.name]
+    assert (run / config["file"]).read_text() == config["text"]
+    assert str(run / "tls" / "cert.pem") in config["text"]
+    records = read_records(run / "results.jsonl")
+    verify = [r for r in records if r.get("step") == "verify"]
+    assert verify and verify[0]["status"] == "ok", verify
+    measured = [r for r in records if r["kind"] == "measurement" and not r["ceiling"]]
+    assert {r["scenario"] for r in measured} == {"workday", "kb100"}
+    for record in measured:
+        assert record["status"] == "ok" and record["result"]["errors_total"] == 0, record
+        assert record["response"]["status"] == 200
+        assert record["server"]["cpu_mean_pct"] is not None
+    kb100 = next(r for r in measured if r["scenario"] == "kb100")
+    assert kb100["response"]["body_bytes"] == 100_000
