@@ -2,19 +2,35 @@
 
 Stack tests (servers/<name>/tests) run with the tooling venv and start the
 stack through `loadtest.native.running_stack`; these helpers keep the
-socket plumbing in one place.
+socket plumbing and the contract's vector checks in one place, so every
+stack is held to the same checks. A stack test parametrizes over the
+vectors itself (for readable test ids) and calls one `check_*` per case;
+the checks raise AssertionError with the case and what came back.
 """
 
 from __future__ import annotations
 
+import contextlib
+import email.utils
 import http.client
 import json
+import re
+import socket
+import time
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING
+
 from .manifest import REPO_ROOT
 from .ports import free_port  # noqa: F401  (re-exported for stack tests)
+
+if TYPE_CHECKING:
+    from .native import NativeServer
 
 VECTORS_DIR = REPO_ROOT / "contracts" / "vectors"
 N_ERROR = b"n must be an integer between 1 and 100"
 AT_ERROR = b"at must be a local time formatted YYYY-MM-DDTHH:MM[:SS]"
+PLAIN_TEXT = "text/plain; charset=utf-8"
+HELLO_TIME = re.compile(rb"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}")
 
 
 def vectors(name: str) -> dict:
@@ -22,8 +38,140 @@ def vectors(name: str) -> dict:
     return json.loads((VECTORS_DIR / f"{name}.json").read_text())
 
 
+INPUTS = vectors("inputs")
+WORKDAY = vectors("workday")
+
+
+@contextlib.contextmanager
+def connection(port: int) -> Iterator[http.client.HTTPConnection]:
+    """A keep-alive HTTP/1.1 connection to 127.0.0.1:port, closed afterwards."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        yield conn
+    finally:
+        conn.close()
+
+
 def get(conn: http.client.HTTPConnection, target: str, method: str = "GET"):
     """One request on a kept-alive connection; returns (response, body)."""
     conn.request(method, target)
     response = conn.getresponse()
     return response, response.read()
+
+
+def raw_exchange(port: int, payload: bytes) -> bytes:
+    """Send raw bytes and read until the server closes the connection."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(payload)
+        chunks = []
+        while chunk := sock.recv(65536):  # the server must close the connection
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def expect(conn: http.client.HTTPConnection, target: str, status: int, body: bytes):
+    """GET target must answer exactly (status, body); returns the response."""
+    response, got = get(conn, target)
+    assert (response.status, got) == (status, body), (target, response.status, got[:200])
+    return response
+
+
+# --- the vectors ----------------------------------------------------------------
+
+
+def check_workday_vectors(conn: http.client.HTTPConnection) -> None:
+    """Every case of contracts/vectors/workday.json answers its trading day."""
+    for case in WORKDAY["cases"]:
+        expect(conn, "/workday?at=" + case["at"], 200, case["expect"].encode())
+
+
+def check_n_valid(conn: http.client.HTTPConnection, case: dict) -> None:
+    """A valid n (inputs.json n.valid) answers n KB of "X" with its exact length."""
+    response = expect(conn, "/?" + case["raw"], 200, b"X" * (1000 * case["kb"]))
+    assert response.getheader("Content-Length") == str(1000 * case["kb"]), case
+
+
+def check_hello(conn: http.client.HTTPConnection, case: dict, display_name: str) -> None:
+    """No or an empty n (inputs.json n.hello) is the hello with the UTC time."""
+    response, body = get(conn, "/?" + case["raw"] if case["raw"] else "/")
+    prefix = f"Hello World, from {display_name}! ".encode()
+    assert response.status == 200, (case, response.status, body)
+    assert body.startswith(prefix) and HELLO_TIME.fullmatch(body[len(prefix) :]), (case, body)
+
+
+def check_n_invalid(conn: http.client.HTTPConnection, case: dict) -> None:
+    """An invalid n (inputs.json n.invalid) is a 400 with the n message."""
+    expect(conn, "/?" + case["raw"], 400, N_ERROR)
+
+
+def check_at_valid(conn: http.client.HTTPConnection, case: dict) -> None:
+    """A valid at (inputs.json at.valid) answers its trading day."""
+    expect(conn, "/workday?" + case["raw"], 200, case["expect"].encode())
+
+
+def check_at_invalid(conn: http.client.HTTPConnection, case: dict) -> None:
+    """An invalid at (inputs.json at.invalid) is a 400 with the at message."""
+    expect(conn, "/workday?" + case["raw"], 400, AT_ERROR)
+
+
+# --- the rest of the contract ---------------------------------------------------
+
+
+def check_headers(conn: http.client.HTTPConnection, targets: Iterable[str]) -> None:
+    """Plain text, an exact Content-Length (never chunked), one current Date."""
+    for target in targets:
+        response, body = get(conn, target)
+        assert response.getheader("Content-Type") == PLAIN_TEXT, target
+        assert response.getheader("Content-Length") == str(len(body)), target
+        assert response.getheader("Transfer-Encoding") is None, target
+        dates = response.msg.get_all("Date")
+        assert dates and len(dates) == 1, (target, dates)
+        date = email.utils.parsedate_to_datetime(dates[0])
+        assert abs(date.timestamp() - time.time()) < 3, (target, dates)
+
+
+def check_not_found(conn: http.client.HTTPConnection, path: str):
+    """An unknown path is a 404; returns (response, body) for stack-specific checks."""
+    response, body = get(conn, path)
+    assert response.status == 404, (path, response.status, body[:200])
+    return response, body
+
+
+def check_method_not_allowed(conn: http.client.HTTPConnection, method: str, path: str):
+    """Another method on a known route is a 405 with one `Allow: GET, HEAD`;
+    returns (response, body) for stack-specific checks."""
+    response, body = get(conn, path, method)
+    assert response.status == 405, (method, path, response.status, body[:200])
+    assert response.msg.get_all("Allow") == ["GET, HEAD"], (method, path)
+    return response, body
+
+
+def check_head(conn: http.client.HTTPConnection) -> None:
+    """HEAD: the GET's status and Content-Length, no body, the connection still usable."""
+    response, body = get(conn, "/?n=7", "HEAD")
+    assert (response.status, body, response.getheader("Content-Length")) == (200, b"", "7000")
+    response, body = get(conn, "/workday?at=", "HEAD")
+    assert (response.status, body) == (400, b"")
+    assert response.getheader("Content-Length") == str(len(AT_ERROR))
+    # Nothing was left unread: the next request on the connection is answered.
+    expect(conn, "/workday?at=2019-05-05T10:00", 200, b"2019-05-06")
+
+
+def check_http10_and_connection_close(port: int) -> None:
+    """HTTP/1.0 and `Connection: close` are answered, then the server closes."""
+    reply = raw_exchange(port, b"GET /workday?at=2019-05-05T10:00 HTTP/1.0\r\n\r\n")
+    status_line = reply.split(b"\r\n")[0]
+    assert status_line.startswith(b"HTTP/1.") and b" 200 " in status_line, reply[:200]
+    assert reply.endswith(b"\r\n\r\n2019-05-06"), reply[-200:]
+    reply = raw_exchange(port, b"GET /?n=1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    assert reply.endswith(b"\r\n\r\n" + b"X" * 1000), reply[:200]
+
+
+def check_no_request_logging(server: NativeServer, conn: http.client.HTTPConnection) -> None:
+    """Requests (hello, 404, 400) add nothing to the running stack's log."""
+    before = server.log_path.read_text()
+    for _ in range(20):
+        for target in ("/", "/nope", "/?n=0"):
+            get(conn, target)
+    time.sleep(0.5)
+    assert server.log_path.read_text() == before

@@ -11,26 +11,20 @@ same package versions). flask-pypy is skipped, with the reason, when PyPy or
 a C compiler is missing.
 """
 
-import email.utils
-import http.client
 import re
-import socket
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
+from loadtest import testing
 from loadtest.manifest import load
 from loadtest.native import NativeRunner, base_env, running_stack
 from loadtest.runner import Limits
-from loadtest.testing import AT_ERROR, N_ERROR, free_port, get, vectors
+from loadtest.testing import INPUTS, free_port
 
 SERVERS = Path(__file__).resolve().parents[2]
-INPUTS = vectors("inputs")
-WORKDAY = vectors("workday")
 STACKS = ("flask-gevent", "flask-pypy")
-
 
 
 def skip_if_unavailable(name):
@@ -54,10 +48,8 @@ def server(request):
 
 @pytest.fixture
 def conn(server):
-    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
-    yield connection
-    connection.close()
-
+    with testing.connection(server.port) as connection:
+        yield connection
 
 
 # --- the twins --------------------------------------------------------------
@@ -103,103 +95,64 @@ def test_both_stacks_pin_the_same_versions():
 
 
 def test_workday_vectors(conn):
-    for case in WORKDAY["cases"]:
-        response, body = get(conn, "/workday?at=" + case["at"])
-        assert (response.status, body.decode()) == (200, case["expect"]), case
+    testing.check_workday_vectors(conn)
 
 
 @pytest.mark.parametrize("case", INPUTS["n"]["valid"], ids=lambda c: c["raw"])
 def test_n_valid(conn, case):
-    response, body = get(conn, "/?" + case["raw"])
-    assert (response.status, body) == (200, b"X" * (1000 * case["kb"]))
-    assert response.getheader("Content-Length") == str(len(body))
+    testing.check_n_valid(conn, case)
 
 
 @pytest.mark.parametrize("case", INPUTS["n"]["hello"], ids=lambda c: c["raw"] or "<none>")
 def test_hello(server, conn, case):
-    response, body = get(conn, "/?" + case["raw"] if case["raw"] else "/")
-    assert response.status == 200
-    prefix = f"Hello World, from {server.display_name}! ".encode()
-    assert body.startswith(prefix)
-    assert re.fullmatch(rb"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}", body[len(prefix) :])
+    testing.check_hello(conn, case, server.display_name)
 
 
 @pytest.mark.parametrize("case", INPUTS["n"]["invalid"], ids=lambda c: c["raw"])
 def test_n_invalid(conn, case):
-    response, body = get(conn, "/?" + case["raw"])
-    assert (response.status, body) == (400, N_ERROR)
+    testing.check_n_invalid(conn, case)
 
 
 @pytest.mark.parametrize("case", INPUTS["at"]["valid"], ids=lambda c: c["raw"])
 def test_at_valid(conn, case):
-    response, body = get(conn, "/workday?" + case["raw"])
-    assert (response.status, body) == (200, case["expect"].encode())
+    testing.check_at_valid(conn, case)
 
 
 @pytest.mark.parametrize("case", INPUTS["at"]["invalid"], ids=lambda c: c["raw"])
 def test_at_invalid(conn, case):
-    response, body = get(conn, "/workday?" + case["raw"])
-    assert (response.status, body) == (400, AT_ERROR)
+    testing.check_at_invalid(conn, case)
 
 
 def test_headers_and_exactly_one_date(conn):
-    for target in ("/", "/?n=100", "/workday", "/?n=0", "/nope"):
-        response, body = get(conn, target)
-        assert response.getheader("Content-Type") == "text/plain; charset=utf-8", target
-        assert response.getheader("Content-Length") == str(len(body))
-        assert response.getheader("Transfer-Encoding") is None
-        dates = response.msg.get_all("Date")
-        assert len(dates) == 1, dates  # gunicorn's; the application adds none
-        date = email.utils.parsedate_to_datetime(dates[0])
-        assert abs(date.timestamp() - time.time()) < 3
+    # One Date: gunicorn's; the application adds none.
+    testing.check_headers(conn, ("/", "/?n=100", "/workday", "/?n=0", "/nope"))
 
 
 @pytest.mark.parametrize("path", ["/workday/", "/index.html", "/nope", "/static/app.css"])
 def test_not_found(conn, path):
-    response, body = get(conn, path)
-    assert (response.status, body) == (404, b"Not Found")
+    assert testing.check_not_found(conn, path)[1] == b"Not Found"
 
 
 @pytest.mark.parametrize("method", ["POST", "PUT", "DELETE", "PATCH", "OPTIONS", "TRACE"])
 @pytest.mark.parametrize("path", ["/", "/workday"])
 def test_method_not_allowed(conn, method, path):
     # OPTIONS too: Flask would answer it itself and list it in Allow.
-    response, body = get(conn, path, method)
-    assert (response.status, body) == (405, b"Method Not Allowed")
-    assert response.msg.get_all("Allow") == ["GET, HEAD"]
-    assert response.getheader("Content-Type") == "text/plain; charset=utf-8"
+    response, body = testing.check_method_not_allowed(conn, method, path)
+    assert body == b"Method Not Allowed"
+    assert response.getheader("Content-Type") == testing.PLAIN_TEXT
 
 
 def test_head(conn):
-    response, body = get(conn, "/?n=7", "HEAD")
-    assert (response.status, body, response.getheader("Content-Length")) == (200, b"", "7000")
-    response, body = get(conn, "/workday?at=", "HEAD")
-    assert (response.status, body) == (400, b"")
-    assert response.getheader("Content-Length") == str(len(AT_ERROR))
-    # The connection is still usable after HEAD (no body was left unread).
-    assert get(conn, "/workday?at=2019-05-05T10:00")[1] == b"2019-05-06"
-
-
-def raw_exchange(port, payload):
-    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
-        sock.sendall(payload)
-        chunks = []
-        while chunk := sock.recv(65536):  # the server must close the connection
-            chunks.append(chunk)
-    return b"".join(chunks)
+    testing.check_head(conn)
 
 
 def test_http10_and_connection_close(server):
-    reply = raw_exchange(server.port, b"GET /workday?at=2019-05-05T10:00 HTTP/1.0\r\n\r\n")
-    assert b" 200 " in reply.split(b"\r\n")[0]
-    assert reply.endswith(b"\r\n\r\n2019-05-06")
-    reply = raw_exchange(server.port, b"GET /?n=1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-    assert reply.endswith(b"\r\n\r\n" + b"X" * 1000)
+    testing.check_http10_and_connection_close(server.port)
 
 
 def test_raw_non_ascii_byte_in_the_query_is_a_plain_400(server):
     # Not valid HTTP; werkzeug's strict UTF-8 decoding would make it a 500.
-    reply = raw_exchange(
+    reply = testing.raw_exchange(
         server.port, b"GET /?n=\xff HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
     )
     head, _, body = reply.partition(b"\r\n\r\n")
@@ -211,13 +164,7 @@ def test_raw_non_ascii_byte_in_the_query_is_a_plain_400(server):
 def test_two_workers_and_no_per_request_logging(server, conn):
     # The master and WORKERS=2 gevent workers.
     assert len(server.pids()) == 3, server.pids()
-    before = server.log_path.read_text()
-    for _ in range(20):
-        get(conn, "/")
-        get(conn, "/nope")
-        get(conn, "/?n=0")
-    time.sleep(0.5)
-    assert server.log_path.read_text() == before
+    testing.check_no_request_logging(server, conn)
 
 
 @pytest.mark.parametrize("name", STACKS)

@@ -6,7 +6,6 @@ Connection: close, HTTP/1.0, request bodies, limits, flow control and the
 worker processes' supervision.
 """
 
-import json
 import os
 import re
 import signal
@@ -17,16 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from loadtest.ports import free_port
 from loadtest.manifest import load
 from loadtest.native import running_stack
 from loadtest.runner import Limits
+from loadtest.testing import AT_ERROR, WORKDAY, free_port
 
 STACK = Path(__file__).resolve().parent.parent
-WORKDAY = json.loads((STACK.parent.parent / "contracts/vectors/workday.json").read_text())
-AT_ERROR = b"at must be a local time formatted YYYY-MM-DDTHH:MM[:SS]"
 HELLO = re.compile(rb"Hello World, from Python uvloop \+ httptools! \d{4}-\d\d-\d\d [\d:.]{12}")
-
 
 
 @pytest.fixture(scope="module")
