@@ -3,9 +3,7 @@
 package main
 
 import (
-	"fmt"
 	"net/http"
-	"os"
 	"strconv"
 	"time"
 
@@ -18,32 +16,16 @@ import (
 const displayName = "Go gin"
 
 func main() {
-	if err := run(); err != nil {
-		fmt.Fprintln(os.Stderr, "gin:", err)
-		os.Exit(1)
-	}
-}
-
-func run() error {
-	cfg, err := contract.ConfigFromEnv()
-	if err != nil {
-		return err
-	}
-	procs := cfg.ApplyWorkers()
-	cal, err := contract.LoadCalendar(cfg.CalendarPath)
-	if err != nil {
-		return err
-	}
-
-	// Release mode: debug mode prints every route at start-up and warnings
-	// that production servers must not emit. Set before gin.New.
-	gin.SetMode(gin.ReleaseMode)
-	router, err := newRouter(contract.NewService(displayName, cal))
-	if err != nil {
-		return err
-	}
-
-	return contract.Serve(cfg, router, displayName+" (gin "+gin.Version+")", procs, cal)
+	contract.Main("gin", func(s contract.Setup) error {
+		// Release mode: debug mode prints every route at start-up and
+		// warnings that production servers must not emit. Set before gin.New.
+		gin.SetMode(gin.ReleaseMode)
+		router, err := newRouter(contract.NewService(displayName, s.Calendar))
+		if err != nil {
+			return err
+		}
+		return contract.Serve(s.Config, router, displayName+" (gin "+gin.Version+")", s.Procs, s.Calendar)
+	})
 }
 
 // newRouter builds the gin engine. gin.New, not gin.Default: Default adds

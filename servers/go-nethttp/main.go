@@ -3,9 +3,7 @@
 package main
 
 import (
-	"fmt"
 	"net/http"
-	"os"
 	"strconv"
 	"time"
 
@@ -16,24 +14,10 @@ import (
 const displayName = "Go net/http"
 
 func main() {
-	if err := run(); err != nil {
-		fmt.Fprintln(os.Stderr, "go-nethttp:", err)
-		os.Exit(1)
-	}
-}
-
-func run() error {
-	cfg, err := contract.ConfigFromEnv()
-	if err != nil {
-		return err
-	}
-	procs := cfg.ApplyWorkers()
-	cal, err := contract.LoadCalendar(cfg.CalendarPath)
-	if err != nil {
-		return err
-	}
-
-	return contract.Serve(cfg, newHandler(contract.NewService(displayName, cal)), displayName, procs, cal)
+	contract.Main("go-nethttp", func(s contract.Setup) error {
+		handler := newHandler(contract.NewService(displayName, s.Calendar))
+		return contract.Serve(s.Config, handler, displayName, s.Procs, s.Calendar)
+	})
 }
 
 // newHandler routes the contract's two paths. "GET /{$}" matches "/" only
