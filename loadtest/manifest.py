@@ -17,8 +17,15 @@ CALENDAR_FILE = REPO_ROOT / "contracts" / "calendar" / "xshg-non-trading-weekday
 
 CONCURRENCY_KINDS = ("processes", "threads", "event-loops", "goroutines", "greenlets")
 DEFAULT_WORKERS = ("cpus", "2*cpus+1")
-# An exact version: digits and dots, optionally a pre-release or build suffix.
-EXACT_VERSION = re.compile(r"^\d+(\.\d+)*([.-][0-9A-Za-z.]+)?$")
+# "api": the HTTP contract of contracts/README.md; "static": serves contracts/static/.
+CONTRACTS = ("api", "static")
+# An exact version: digits and dots, optionally a pre-release or build suffix;
+# Debian package versions (1.22.1-9+deb12u11, 2.4.71-1~deb12u1) included.
+EXACT_VERSION = re.compile(r"^\d+(\.\d+)*([.+~-][0-9A-Za-z.+~-]+)?$")
+# A variant's name, and a stack id: "nginx-static" or "nginx-static@stock".
+VARIANT_NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
+ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
+VARIANT_SEPARATOR = "@"
 
 REQUIRED_TOP = {
     "display_name": str,
@@ -56,9 +63,20 @@ class Manifest:
     docker: dict
     tuning: list = field(default_factory=list)
     known_failures: list = field(default_factory=list)
+    contract: str = "api"
+    tls: bool = False
+    variants: tuple = ()  # every [[variant]] table of the manifest
+    variant: str | None = None  # the variant this object runs, None = the default
+    env: dict = field(default_factory=dict)  # the variant's extra environment
+
+    @property
+    def stack(self) -> str:
+        """The folder name, the same for every variant ("nginx-static")."""
+        return self.folder.name
 
     @property
     def build_dir(self) -> Path:
+        # Per stack id: a variant's run-time files (pid, temp) never meet the default's.
         return REPO_ROOT / ".build" / self.name
 
     def provenance(self) -> dict:
@@ -72,6 +90,10 @@ class Manifest:
             "runtime": self.runtime,
             "runtime_version": self.runtime_version,
             "port": self.port,
+            "contract": self.contract,
+            "tls": self.tls,
+            "variant": self.variant,
+            "variant_env": dict(self.env),
             "concurrency": dict(self.concurrency),
             "tuning": list(self.tuning),
             "known_failures": list(self.known_failures),
@@ -87,7 +109,28 @@ def stack_names(servers_dir: Path = SERVERS_DIR) -> list[str]:
     )
 
 
-def load(name: str, servers_dir: Path = SERVERS_DIR) -> Manifest:
+def split_id(stack_id: str) -> tuple[str, str | None]:
+    """'nginx-static@stock' -> ('nginx-static', 'stock'); 'gin' -> ('gin', None)."""
+    name, separator, variant = stack_id.partition(VARIANT_SEPARATOR)
+    return name, (variant if separator else None)
+
+
+def stack_ids(servers_dir: Path = SERVERS_DIR) -> list[str]:
+    """Every stack name followed by its variants' ids ('name@variant')."""
+    ids = []
+    for name in stack_names(servers_dir):
+        ids.append(name)
+        try:
+            variants = load(name, servers_dir).variants
+        except ManifestError:
+            continue
+        ids.extend(f"{name}{VARIANT_SEPARATOR}{v['name']}" for v in variants)
+    return ids
+
+
+def load(stack_id: str, servers_dir: Path = SERVERS_DIR) -> Manifest:
+    """The manifest of a stack id: a folder name, or 'name@variant' for a [[variant]]."""
+    name, variant = split_id(stack_id)
     folder = servers_dir / name
     path = folder / "server.toml"
     if not path.is_file():
@@ -100,17 +143,33 @@ def load(name: str, servers_dir: Path = SERVERS_DIR) -> Manifest:
     problems = validate_data(data)
     if problems:
         raise ManifestError(f"{path}: " + "; ".join(problems))
+    variants = tuple(data.get("variant", []))
+    env: dict = {}
+    if variant is not None:
+        chosen = [v for v in variants if v["name"] == variant]
+        if not chosen:
+            known = ", ".join(v["name"] for v in variants) or "none"
+            raise ManifestError(
+                f"unknown variant '{variant}' of stack '{name}' ({path}); its variants: {known}"
+            )
+        env = dict(chosen[0]["env"])
     return Manifest(
-        name=name,
+        name=stack_id,
         folder=folder,
         tuning=data.get("tuning", []),
         known_failures=data.get("known_failure", []),
+        contract=data.get("contract", "api"),
+        tls=data.get("tls", False),
+        variants=variants,
+        variant=variant,
+        env=env,
         **{key: data[key] for key in REQUIRED_TOP},
         **{key: data[key] for key in REQUIRED_TABLES},
     )
 
 
 def load_all(names: list[str] | None = None, servers_dir: Path = SERVERS_DIR) -> list[Manifest]:
+    """The given stack ids (variants included), or every stack's default configuration."""
     return [load(n, servers_dir) for n in (names or stack_names(servers_dir))]
 
 
@@ -153,6 +212,39 @@ def validate_data(data: dict) -> list[str]:
     for i, entry in enumerate(data.get("known_failure", [])):
         if not (isinstance(entry, dict) and entry.get("check") and entry.get("why")):
             problems.append(f"[[known_failure]] entry {i + 1} needs 'check' and 'why'")
+    if data.get("contract", "api") not in CONTRACTS:
+        problems.append(f"'contract' must be one of {', '.join(CONTRACTS)}")
+    if not isinstance(data.get("tls", False), bool):
+        problems.append("'tls' must be true or false")
+    problems += validate_variants(data.get("variant", []))
+    return problems
+
+
+def validate_variants(variants) -> list[str]:
+    """[[variant]] tables: a unique lower-case name, an env table of strings, a why."""
+    if not isinstance(variants, list):
+        return ["'variant' must be an array of tables ([[variant]])"]
+    problems, seen = [], set()
+    for i, entry in enumerate(variants):
+        where = f"[[variant]] entry {i + 1}"
+        if not isinstance(entry, dict):
+            problems.append(f"{where} must be a table")
+            continue
+        name = entry.get("name")
+        if not (isinstance(name, str) and VARIANT_NAME.match(name)):
+            problems.append(f"{where} needs a 'name' of lower-case letters, digits and '-'")
+        elif name in seen:
+            problems.append(f"{where}: variant name {name!r} is used twice")
+        seen.add(name)
+        env = entry.get("env")
+        if not isinstance(env, dict) or not env:
+            problems.append(f"{where} needs a non-empty 'env' table")
+        else:
+            for key, value in env.items():
+                if not ENV_NAME.match(key) or not isinstance(value, str):
+                    problems.append(f"{where}: env {key!r} must be an UPPER_CASE name = a string")
+        if not (isinstance(entry.get("why"), str) and entry["why"].strip()):
+            problems.append(f"{where} needs a 'why'")
     return problems
 
 
@@ -162,6 +254,9 @@ def validate_all(servers_dir: Path = SERVERS_DIR) -> list[str]:
     ports: dict[int, str] = {}
     names: dict[str, str] = {}
     for stack in stack_names(servers_dir):
+        if VARIANT_SEPARATOR in stack:
+            problems.append(f"{stack}: a stack folder name must not contain '{VARIANT_SEPARATOR}'")
+            continue
         try:
             manifest = load(stack, servers_dir)
         except ManifestError as exc:

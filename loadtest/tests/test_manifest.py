@@ -93,13 +93,17 @@ def to_toml(data: dict) -> str:
             return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
         if isinstance(v, list):
             return "[" + ", ".join(value(x) for x in v) + "]"
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        if isinstance(v, dict):
+            return "{ " + ", ".join(f"{k} = {value(x)}" for k, x in v.items()) + " }"
         return str(v)
 
     lines, tables = [], []
     for key, v in data.items():
         if isinstance(v, dict):
             tables.append(f"[{key}]\n" + "".join(f"{k} = {value(x)}\n" for k, x in v.items()))
-        elif key in ("tuning", "known_failure"):
+        elif key in ("tuning", "known_failure", "variant"):
             tables += [f"[[{key}]]\n" + "".join(f"{k} = {value(x)}\n" for k, x in e.items()) for e in v]
         else:
             lines.append(f"{key} = {value(v)}")
@@ -152,3 +156,78 @@ def test_only_listed_checks_are_excused():
     assert result["failed"] == 1, "head[/] is not listed, so it still fails"
     assert result["known_failures"] == ["keep-alive"]
     assert result["checks"][1]["known"] == "closes every connection"
+
+
+STATIC = {
+    **copy.deepcopy(GOOD),
+    "contract": "static",
+    "tls": True,
+    "variant": [{"name": "stock", "env": {"STATIC_CONFIG": "stock"}, "why": "package defaults"}],
+}
+
+
+def write_stack(root, name: str, data: dict) -> None:
+    folder = root / name
+    folder.mkdir()
+    (folder / "server.toml").write_text(to_toml(data))
+    (folder / "Dockerfile").write_text("FROM scratch\n")
+    (folder / "README.md").write_text("# x\n")
+
+
+def test_contract_and_tls_default_to_a_plain_api_stack(tmp_path):
+    write_stack(tmp_path, "plain", GOOD)
+    plain = manifests.load("plain", tmp_path)
+    assert (plain.contract, plain.tls, plain.variant, plain.env) == ("api", False, None, {})
+    assert plain.provenance()["contract"] == "api"
+
+
+def test_variant_id_adds_its_env_and_keeps_its_own_build_folder(tmp_path):
+    write_stack(tmp_path, "site", STATIC)
+    default = manifests.load("site", tmp_path)
+    stock = manifests.load("site@stock", tmp_path)
+    assert (default.contract, default.tls, default.env) == ("static", True, {})
+    assert stock.name == "site@stock" and stock.stack == "site" and stock.variant == "stock"
+    assert stock.env == {"STATIC_CONFIG": "stock"}
+    assert stock.folder == default.folder and stock.build_dir != default.build_dir
+    assert stock.provenance()["variant_env"] == {"STATIC_CONFIG": "stock"}
+    assert manifests.stack_ids(tmp_path) == ["site", "site@stock"]
+    assert manifests.stack_names(tmp_path) == ["site"]
+    assert [m.name for m in manifests.load_all(["site@stock"], tmp_path)] == ["site@stock"]
+    assert manifests.validate_all(tmp_path) == []
+
+
+def test_unknown_variant_lists_the_known_ones(tmp_path):
+    write_stack(tmp_path, "site", STATIC)
+    with pytest.raises(manifests.ManifestError, match="unknown variant 'fast'.*variants: stock"):
+        manifests.load("site@fast", tmp_path)
+    write_stack(tmp_path, "plain", GOOD)
+    with pytest.raises(manifests.ManifestError, match="variants: none"):
+        manifests.load("plain@stock", tmp_path)
+
+
+def test_debian_package_versions_are_exact():
+    for version in ("1.22.1-9+deb12u11", "2.4.71-1~deb12u1", "1.2.3"):
+        assert manifests.EXACT_VERSION.match(version), version
+    for version in ("~1.2", ">=2.4", "1.2.*", "latest"):
+        assert not manifests.EXACT_VERSION.match(version), version
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "expected"),
+    [
+        ("contract", "grpc", "'contract' must be one of api, static"),
+        ("tls", "yes", "'tls' must be true or false"),
+        ("variant", [{"name": "Stock", "env": {"A": "b"}, "why": "x"}], "needs a 'name'"),
+        ("variant", [{"name": "stock", "env": {}, "why": "x"}], "non-empty 'env'"),
+        ("variant", [{"name": "stock", "env": {"a": "b"}, "why": "x"}], "UPPER_CASE"),
+        ("variant", [{"name": "stock", "env": {"A": 1}, "why": "x"}], "UPPER_CASE"),
+        ("variant", [{"name": "stock", "env": {"A": "b"}}], "needs a 'why'"),
+        ("variant", [{"name": "s", "env": {"A": "b"}, "why": "x"}] * 2, "used twice"),
+        ("variant", {"name": "s"}, "array of tables"),
+    ],
+)
+def test_static_keys_and_variants_are_validated(key, value, expected):
+    data = copy.deepcopy(STATIC)
+    data[key] = value
+    problems = manifests.validate_data(data)
+    assert any(expected in p for p in problems), problems
