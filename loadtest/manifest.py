@@ -201,7 +201,9 @@ def validate_data(data: dict) -> list[str]:
     if data["concurrency"]["kind"] not in CONCURRENCY_KINDS:
         problems.append(f"'concurrency.kind' must be one of {', '.join(CONCURRENCY_KINDS)}")
     if data["concurrency"]["default_workers"] not in DEFAULT_WORKERS:
-        problems.append(f"'concurrency.default_workers' must be one of {', '.join(DEFAULT_WORKERS)}")
+        problems.append(
+            f"'concurrency.default_workers' must be one of {', '.join(DEFAULT_WORKERS)}"
+        )
     tuning = data.get("tuning")
     if not isinstance(tuning, list) or not tuning:
         problems.append("at least one [[tuning]] entry is required")
@@ -265,9 +267,11 @@ def validate_all(servers_dir: Path = SERVERS_DIR) -> list[str]:
         for required in (manifest.docker["dockerfile"], "README.md"):
             if not (manifest.folder / required).is_file():
                 problems.append(f"{stack}: missing {required}")
-        readme = (manifest.folder / "README.md").read_text(encoding="utf-8", errors="replace") if (
-            manifest.folder / "README.md"
-        ).is_file() else ""
+        readme = (
+            (manifest.folder / "README.md").read_text(encoding="utf-8", errors="replace")
+            if (manifest.folder / "README.md").is_file()
+            else ""
+        )
         for entry in manifest.known_failures:
             if f"`{entry['check']}`" not in readme:
                 problems.append(

@@ -11,7 +11,7 @@ def one_line(text: str) -> str:
 
 
 def check_line(check: dict) -> str:
-    status = "PASS" if check["ok"] else "FAIL"
+    status = "SKIP" if check.get("skipped") else "PASS" if check["ok"] else "FAIL"
     return f"{status} {check['id']}  {one_line(check['detail'])}"
 
 
@@ -28,7 +28,8 @@ def info_lines(report: dict) -> list:
 
 
 def summary_line(report: dict) -> str:
-    return f"{report['passed']} passed, {report['failed']} failed"
+    skipped = f", {report['skipped']} skipped" if report.get("skipped") else ""
+    return f"{report['passed']} passed, {report['failed']} failed{skipped}"
 
 
 def to_json(report: dict) -> str:

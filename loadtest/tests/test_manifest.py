@@ -18,7 +18,13 @@ GOOD = {
     "runtime_version": "3.11.7",
     "port": 8999,
     "concurrency": {"kind": "processes", "default_workers": "cpus", "workers": "one per core"},
-    "native": {"requires": ["python3"], "apt": [], "version": "python3 -V", "build": "true", "run": "exec true"},
+    "native": {
+        "requires": ["python3"],
+        "apt": [],
+        "version": "python3 -V",
+        "build": "true",
+        "run": "exec true",
+    },
     "docker": {"dockerfile": "Dockerfile"},
     "tuning": [{"setting": "workers", "why": "one process per core"}],
 }
@@ -104,7 +110,9 @@ def to_toml(data: dict) -> str:
         if isinstance(v, dict):
             tables.append(f"[{key}]\n" + "".join(f"{k} = {value(x)}\n" for k, x in v.items()))
         elif key in ("tuning", "known_failure", "variant"):
-            tables += [f"[[{key}]]\n" + "".join(f"{k} = {value(x)}\n" for k, x in e.items()) for e in v]
+            tables += [
+                f"[[{key}]]\n" + "".join(f"{k} = {value(x)}\n" for k, x in e.items()) for e in v
+            ]
         else:
             lines.append(f"{key} = {value(v)}")
     text = "\n".join(lines) + "\n\n" + "\n".join(tables)
