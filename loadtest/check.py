@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 from .errors import StepError
 from .front import checker_args
@@ -36,19 +37,36 @@ class CheckOutcome:
     known: list[str] = field(default_factory=list)
 
 
-def run_conformance(manifest: Manifest, base_url: str, extra_args: tuple[str, ...] = ()) -> dict:
-    """Run the stdlib conformance checker against a running stack; returns its JSON report."""
-    command = [
-        sys.executable,
-        "-m",
-        "contracts.conformance",
-        "--base-url",
-        base_url,
-        "--display-name",
-        manifest.display_name,
-        "--json",
-        *extra_args,
-    ]
+def conformance_command(
+    manifest: Manifest, base_url: str, tls_cert: Path | None = None, extra_args: tuple = ()
+) -> list[str]:
+    """The checker for the stack's contract: the API checker, or the static-site one.
+
+    An HTTPS stack is checked over TLS trusting exactly its run's certificate.
+    """
+    if manifest.contract == "static":
+        command = [sys.executable, "-m", "contracts.conformance.static", "--base-url", base_url]
+    else:
+        command = [
+            sys.executable, "-m", "contracts.conformance",
+            "--base-url", base_url, "--display-name", manifest.display_name,
+        ]  # fmt: skip
+    if tls_cert is not None:
+        command += ["--tls", str(tls_cert)]
+    return [*command, "--json", *extra_args]
+
+
+def run_conformance(
+    manifest: Manifest,
+    base_url: str,
+    extra_args: tuple[str, ...] = (),
+    tls_cert: Path | None = None,
+) -> dict:
+    """Run the stdlib conformance checker against a running stack; returns its JSON report.
+
+    `tls_cert`: the server's `tls_cert` (None for plain HTTP).
+    """
+    command = conformance_command(manifest, base_url, tls_cert, extra_args)
     try:
         result = subprocess.run(
             command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=CHECKER_TIMEOUT_S
@@ -109,6 +127,10 @@ def check_stack(runner: Runner, manifest: Manifest, log=print) -> CheckOutcome:
             for c in report["checks"]
             if not c["ok"] and "known" not in c
         ] + [f"KNOWN {c['id']}  {c['known']}" for c in report["checks"] if "known" in c]
+        # Checks that could not be judged here (e.g. no brotli module) stay visible.
+        outcome.failures += [
+            f"SKIP {c['id']}  {c['detail']}" for c in report["checks"] if c.get("skipped")
+        ]
         if not server.is_alive():
             raise StepError(
                 manifest.name, "conformance", "server died during the checks", server.output_tail()
@@ -119,7 +141,9 @@ def check_stack(runner: Runner, manifest: Manifest, log=print) -> CheckOutcome:
         if outcome.failed:
             outcome.reason = f"{outcome.failed} conformance check(s) failed"
         elif outcome.known:
-            outcome.reason = f"known failure(s), documented in its README: {', '.join(outcome.known)}"
+            outcome.reason = (
+                f"known failure(s), documented in its README: {', '.join(outcome.known)}"
+            )
     except StepError as exc:
         outcome.reason = str(exc)
         log(exc.explain())

@@ -82,7 +82,17 @@ def cmd_serve(args: argparse.Namespace) -> int:
     env.update(PORT=str(manifest.port), HOST=args.host)
     if args.workers:
         env["WORKERS"] = str(args.workers)
-    print(f"Serving {manifest.display_name} on http://{args.host}:{manifest.port}/ (Ctrl-C stops)")
+    scheme = "http"
+    if manifest.tls:
+        from .tls import self_signed
+
+        tls = self_signed(runner.tls_folder)
+        env.update(tls.env())
+        scheme = "https"
+        print(f"Self-signed certificate for clients to trust: {tls.cert}")
+    print(
+        f"Serving {manifest.display_name} on {scheme}://{args.host}:{manifest.port}/ (Ctrl-C stops)"
+    )
     sys.stdout.flush()
     os.chdir(manifest.folder)
     os.execvpe("bash", ["bash", "-c", manifest.native["run"]], env)

@@ -14,6 +14,7 @@ import http.client
 import os
 import shutil
 import signal
+import ssl
 import subprocess
 import time
 from pathlib import Path
@@ -23,8 +24,11 @@ from .errors import StepError
 from .manifest import CALENDAR_FILE, REPO_ROOT, SERVERS_DIR, Manifest
 from .ports import port_in_use
 from .runner import Limits
+from .tls import DEFAULT_FOLDER as DEFAULT_TLS_FOLDER
+from .tls import TlsFiles, self_signed
 
 SHARED_DIR = SERVERS_DIR / "_shared"
+STATIC_SITE_DIR = REPO_ROOT / "contracts" / "static"
 # Generated folders that must not trigger a rebuild.
 IGNORED_DIRS = {"target", "__pycache__", ".pytest_cache", "node_modules", "bin", "obj"}
 CLEAN_EXIT_CODES = {0, 143, 130, -signal.SIGTERM, -signal.SIGINT}
@@ -39,13 +43,18 @@ def base_env(manifest: Manifest) -> dict:
         WORKDAY_CALENDAR=str(CALENDAR_FILE),
         PYTHONUNBUFFERED="1",
     )
+    env.update(manifest.env)  # a [[variant]]'s settings, e.g. STATIC_CONFIG=stock
     return env
 
 
 def source_digest(manifest: Manifest) -> str:
-    """Hash of everything a native build reads: the stack's folder and _shared/."""
+    """Hash of everything a native build reads: the stack's folder and _shared/
+    (and, for a static stack, the site it serves)."""
     digest = hashlib.sha256(manifest.native["build"].encode())
-    for root in (manifest.folder, SHARED_DIR):
+    roots = [manifest.folder, SHARED_DIR]
+    if manifest.contract == "static":
+        roots.append(STATIC_SITE_DIR)
+    for root in roots:
         for path in sorted(root.rglob("*")):
             if not path.is_file() or IGNORED_DIRS.intersection(path.relative_to(root).parts):
                 continue
@@ -55,7 +64,17 @@ def source_digest(manifest: Manifest) -> str:
 
 
 class NativeRunner:
+    """Builds and starts stacks on this host.
+
+    `tls_folder`: where a `tls = true` stack's self-signed certificate is
+    made (`make bench` sets it to the run's results folder); the stack gets
+    TLS_CERT/TLS_KEY and the server object its `tls_cert`.
+    """
+
     name = "native"
+
+    def __init__(self, tls_folder: Path = DEFAULT_TLS_FOLDER) -> None:
+        self.tls_folder = Path(tls_folder)
 
     def unavailable_reason(self, manifest: Manifest) -> str | None:
         missing = [tool for tool in manifest.native["requires"] if not shutil.which(tool)]
@@ -92,7 +111,8 @@ class NativeRunner:
         return True
 
     def start(self, manifest: Manifest, limits: Limits, port: int | None = None) -> NativeServer:
-        return NativeServer(manifest, limits, port or manifest.port)
+        tls = self_signed(self.tls_folder) if manifest.tls else None
+        return NativeServer(manifest, limits, port or manifest.port, tls)
 
     def versions(self, manifest: Manifest) -> dict:
         result = subprocess.run(
@@ -110,10 +130,15 @@ class NativeRunner:
 class NativeServer:
     """One running stack: its process group, its log and its limits."""
 
-    def __init__(self, manifest: Manifest, limits: Limits, port: int) -> None:
+    def __init__(
+        self, manifest: Manifest, limits: Limits, port: int, tls: TlsFiles | None = None
+    ) -> None:
         self.manifest = manifest
         self.port = port
-        self.base_url = f"http://127.0.0.1:{port}"
+        self.tls = tls
+        # The certificate every client of this server trusts; None for plain HTTP.
+        self.tls_cert: Path | None = tls.cert if tls else None
+        self.base_url = f"{'https' if tls else 'http'}://127.0.0.1:{port}"
         self.log_path = manifest.build_dir / "server.log"
         if port_in_use(port):
             raise StepError(
@@ -134,6 +159,8 @@ class NativeServer:
     def _spawn(self, limits: Limits) -> subprocess.Popen:
         env = base_env(self.manifest)
         env.update(PORT=str(self.port), HOST="127.0.0.1", **limits.extra_env)
+        if self.tls:
+            env.update(self.tls.env())
         workers = limits.workers()
         if workers:
             env["WORKERS"] = str(workers)
@@ -164,12 +191,19 @@ class NativeServer:
         raise StepError(
             self.manifest.name,
             "wait-ready",
-            f"no HTTP answer on {self.base_url} within {timeout:.0f} s",
+            f"no {'HTTPS' if self.tls else 'HTTP'} answer on {self.base_url} within {timeout:.0f} s",
             self.output_tail(),
         )
 
     def _answers_http(self) -> bool:
-        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=2)
+        if self.tls:
+            # Trusting exactly the run's certificate: a handshake failure is "not ready".
+            context = ssl.create_default_context(cafile=str(self.tls.cert))
+            connection = http.client.HTTPSConnection(
+                "127.0.0.1", self.port, timeout=2, context=context
+            )
+        else:
+            connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=2)
         try:
             connection.request("GET", "/")
             connection.getresponse().read()

@@ -1,0 +1,68 @@
+"""HTTPS stacks in the native runner: certificate, TLS env, https base_url, readiness over TLS.
+
+Runs servers/nginx-static (default and @stock) for real on free ports, then
+checks each through loadtest.check's choice of checker. Skipped where nginx
+or its brotli modules are missing.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from loadtest import manifest as manifests
+from loadtest.check import conformance_command, run_conformance
+from loadtest.native import NativeRunner, base_env
+from loadtest.ports import free_port
+from loadtest.runner import Limits
+
+needs_nginx = pytest.mark.skipif(
+    shutil.which("nginx") is None
+    or shutil.which("brotli") is None
+    or not Path("/usr/lib/nginx/modules/ngx_http_brotli_static_module.so").exists(),
+    reason="nginx, its brotli modules or the brotli tool not installed",
+)
+
+
+@needs_nginx
+@pytest.mark.parametrize(("stack", "server_header"), [("nginx-static", "nginx"),
+                                                      ("nginx-static@stock", "nginx/1.22.1")])  # fmt: skip
+def test_static_tls_stack_runs_natively_and_passes(stack, server_header, tmp_path):
+    runner = NativeRunner(tls_folder=tmp_path / "tls")
+    manifest = manifests.load(stack)
+    assert runner.unavailable_reason(manifest) is None
+    runner.build(manifest)
+    port = free_port()
+    server = runner.start(manifest, Limits(cpus=(0,)), port)
+    try:
+        server.wait_ready(30)
+        assert server.base_url == f"https://127.0.0.1:{port}"
+        assert server.tls_cert == tmp_path / "tls" / "cert.pem"
+        report = run_conformance(manifest, server.base_url, tls_cert=server.tls_cert)
+        assert report["failed"] == 0, [c for c in report["checks"] if not c["ok"]]
+        assert report["passed"] == 22
+        # The stock variant really runs the stock config (its Server header names the version).
+        assert report["observed"]["server_header"] == server_header
+        assert server.stop() == 0
+    finally:
+        server.kill()
+
+
+def test_variant_env_reaches_the_stack():
+    stock = manifests.load("nginx-static@stock")
+    assert base_env(stock)["STATIC_CONFIG"] == "stock"
+    assert "STATIC_CONFIG" not in base_env(manifests.load("nginx-static")) or (
+        base_env(manifests.load("nginx-static"))["STATIC_CONFIG"] != "stock"
+    )
+    assert stock.build_dir.name == "nginx-static@stock"
+
+
+def test_checker_follows_the_contract_and_tls(tmp_path):
+    static = conformance_command(manifests.load("nginx-static"), "https://127.0.0.1:1", tmp_path)
+    assert static[1:3] == ["-m", "contracts.conformance.static"]
+    assert static[-3:] == ["--tls", str(tmp_path), "--json"]
+    api = conformance_command(manifests.load("gin"), "http://127.0.0.1:1")
+    assert api[1:3] == ["-m", "contracts.conformance"] and "--tls" not in api
+    assert api[api.index("--display-name") + 1] == "Go gin"
