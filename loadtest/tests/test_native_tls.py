@@ -7,7 +7,6 @@ or its brotli modules are missing.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -18,21 +17,25 @@ from loadtest.native import NativeRunner, base_env
 from loadtest.ports import free_port
 from loadtest.runner import Limits
 
-needs_nginx = pytest.mark.skipif(
-    shutil.which("nginx") is None
-    or shutil.which("brotli") is None
-    or not Path("/usr/lib/nginx/modules/ngx_http_brotli_static_module.so").exists(),
-    reason="nginx, its brotli modules or the brotli tool not installed",
+NGINX_BROTLI = Path("/usr/lib/nginx/modules/ngx_http_brotli_static_module.so")
+HTTPD_BROTLI = Path("/usr/lib/apache2/modules/mod_brotli.so")
+
+
+@pytest.mark.parametrize(
+    ("stack", "server_header"),
+    [
+        ("nginx-static", "nginx"),
+        ("nginx-static@stock", "nginx/1.22.1"),
+        ("apache-static", "Apache"),
+        ("apache-static@stock", "Apache/2.4.71 (Debian)"),
+    ],
 )
-
-
-@needs_nginx
-@pytest.mark.parametrize(("stack", "server_header"), [("nginx-static", "nginx"),
-                                                      ("nginx-static@stock", "nginx/1.22.1")])  # fmt: skip
 def test_static_tls_stack_runs_natively_and_passes(stack, server_header, tmp_path):
     runner = NativeRunner(tls_folder=tmp_path / "tls")
     manifest = manifests.load(stack)
-    assert runner.unavailable_reason(manifest) is None
+    reason = runner.unavailable_reason(manifest)
+    if reason or not (NGINX_BROTLI if "nginx" in stack else HTTPD_BROTLI).exists():
+        pytest.skip(reason or "brotli module not installed")
     runner.build(manifest)
     port = free_port()
     server = runner.start(manifest, Limits(cpus=(0,)), port)

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Render apache-$STATIC_CONFIG.conf (tuned by default, or stock) for this run
+# and exec httpd in the foreground (-DFOREGROUND), so signals reach the parent
+# directly: SIGTERM stops at once (exit 0), SIGWINCH would be graceful.
+set -euo pipefail
+config="${STATIC_CONFIG:-tuned}"
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+template="$here/apache-$config.conf"
+[[ -f $template ]] || { echo "STATIC_CONFIG=$config: no $template" >&2; exit 2; }
+: "${TLS_CERT:?TLS_CERT must name the PEM certificate}" "${TLS_KEY:?TLS_KEY must name the PEM key}"
+: "${PORT:?PORT must be set}" "${BUILD_DIR:?BUILD_DIR must be set}"
+docroot="${STATIC_ROOT:-$BUILD_DIR/site}"
+
+# WORKERS unset: the CPUs this process may use, cgroup-aware. nproc honours
+# the affinity mask (taskset, cpuset); a CFS quota lowers it further.
+cpus() {
+  local n quota period
+  n=$(nproc)
+  if [[ -r /sys/fs/cgroup/cpu.max ]]; then
+    read -r quota period </sys/fs/cgroup/cpu.max
+  elif [[ -r /sys/fs/cgroup/cpu/cpu.cfs_quota_us ]]; then
+    quota=$(</sys/fs/cgroup/cpu/cpu.cfs_quota_us) period=$(</sys/fs/cgroup/cpu/cpu.cfs_period_us)
+  fi
+  if [[ ${quota:-max} =~ ^[0-9]+$ ]] && ((quota > 0)); then
+    local limit=$(((quota + period - 1) / period))
+    ((limit < n)) && n=$limit
+  fi
+  echo "$n"
+}
+workers="${WORKERS:-$(cpus)}"
+
+# Started as root, httpd hands its children to www-data (Debian's
+# APACHE_RUN_USER); unprivileged it keeps its own user and needs no User line.
+user_lines=""
+if [[ $(id -u) -eq 0 ]]; then
+  user_lines="User www-data\nGroup www-data"
+  if ! runuser -u www-data -- test -r "$docroot/index.html"; then
+    echo "apache-static: the children run as www-data, which cannot read $docroot/index.html;" \
+      "make every folder above it searchable (chmod o+x) or use a BUILD_DIR elsewhere" >&2
+    exit 2
+  fi
+fi
+
+# Debian's module .conf files name their runtime folders through these
+# variables (/etc/apache2/envvars); here they all point into BUILD_DIR.
+export APACHE_RUN_DIR="$BUILD_DIR" APACHE_LOCK_DIR="$BUILD_DIR" APACHE_LOG_DIR="$BUILD_DIR"
+export APACHE_PID_FILE="$BUILD_DIR/apache2.pid" LANG=C
+mkdir -p "$BUILD_DIR"
+
+sed -e "s|@USER_LINES@|$user_lines|" \
+  -e "s|@WORKERS@|$workers|g" \
+  -e "s|@MAX_WORKERS@|$((workers * 64))|g" \
+  -e "s|@HOST@|${HOST:-0.0.0.0}|" \
+  -e "s|@PORT@|$PORT|g" \
+  -e "s|@BUILD_DIR@|$BUILD_DIR|g" \
+  -e "s|@DOCROOT@|$docroot|g" \
+  -e "s|@TLS_CERT@|$TLS_CERT|" \
+  -e "s|@TLS_KEY@|$TLS_KEY|" \
+  "$template" >"$BUILD_DIR/apache2.conf"
+exec apache2 -d /etc/apache2 -f "$BUILD_DIR/apache2.conf" -DFOREGROUND
