@@ -14,6 +14,8 @@ from the same knobs as the native runner, through the environment:
   SERVER_MEMORY     -> mem_limit (and memswap_limit: no swap beyond it)
   CLIENT_CPUS       -> cpuset of the loadgen
   WORKERS           -> passed to the stack only when set
+  TLS_DIR           -> folder with cert.pem and key.pem, mounted at /run/tls
+                       in `tls = true` stacks (default .build/tls)
 
 Each stack is in its own profile (and in `servers`), so a plain
 `docker compose up` starts nothing and one stack runs at a time.
@@ -41,6 +43,9 @@ PROJECT = "serverlab"
 # hosts whose daemon runs with a 20,000 limit and cannot raise it.
 NOFILE = 20000
 STOP_GRACE_S = 15
+# tls = true stacks: the certificate folder mounted into the container.
+TLS_MOUNT = "/run/tls"
+TLS_DEFAULT_DIR = "./.build/tls"
 
 ARG_LINE = re.compile(r"^\s*ARG\s+([A-Za-z_][A-Za-z0-9_]*)=(\S+)\s*$")
 FROM_LINE = re.compile(r"^\s*FROM\s", re.IGNORECASE)
@@ -137,7 +142,7 @@ def build_section(service: str, dockerfile: Path) -> dict:
 
 
 def stack_service(manifest: Manifest) -> dict:
-    return {
+    service = {
         "<<": "*hardening",
         "image": image_name(manifest.name),
         "build": build_section(manifest.name, dockerfile_path(manifest)),
@@ -157,6 +162,15 @@ def stack_service(manifest: Manifest) -> dict:
         "memswap_limit": "${SERVER_MEMORY:-0}",
         "stop_grace_period": f"{STOP_GRACE_S}s",
     }
+    # A [[variant]]'s settings (e.g. STATIC_CONFIG) pass through when set.
+    for variant in manifest.variants:
+        for key in variant["env"]:
+            service["environment"].setdefault(key, None)
+    if manifest.tls:
+        # The run's self-signed certificate and key (loadtest.tls), read-only,
+        # where the image's TLS_CERT/TLS_KEY defaults point.
+        service["volumes"] = [f"${{TLS_DIR:-{TLS_DEFAULT_DIR}}}:{TLS_MOUNT}:ro"]
+    return service
 
 
 def loadgen_service() -> dict:

@@ -50,6 +50,20 @@ def test_every_stack_has_a_service_on_its_port():
     assert "loadgen" in services
 
 
+def test_tls_stacks_mount_the_run_certificate_and_take_variant_env():
+    services = compose.model()["services"]
+    for manifest in load_all():
+        service = services[manifest.name]
+        if manifest.tls:
+            assert service["volumes"] == ["${TLS_DIR:-./.build/tls}:/run/tls:ro"], manifest.name
+        else:
+            assert "volumes" not in service, manifest.name
+        for variant in manifest.variants:
+            for key in variant["env"]:
+                assert key in service["environment"] and service["environment"][key] is None
+    assert services["nginx-static"]["environment"]["STATIC_CONFIG"] is None
+
+
 def test_plain_up_starts_nothing():
     for name, service in compose.model()["services"].items():
         assert service.get("profiles"), (
