@@ -9,6 +9,7 @@ in without touching them.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Protocol
 
 from .manifest import Manifest
@@ -34,11 +35,22 @@ class Limits:
 
 
 class Server(Protocol):
+    """A started stack.
+
+    `manifest` is the stack id's manifest (a `name@variant` id carries the
+    variant's env). `base_url` is `http://127.0.0.1:PORT`, or
+    `https://127.0.0.1:PORT` for a `tls = true` stack, whose `tls_cert` is
+    the PEM certificate the runner made for this run (None for plain HTTP):
+    readiness probes, the conformance checker and every load tool trust
+    exactly that file.
+    """
+
     manifest: Manifest
     base_url: str
+    tls_cert: Path | None
 
     def wait_ready(self, timeout: float = 60.0) -> float:
-        """Block until the server answers HTTP; return seconds it took. Raises StepError."""
+        """Block until the server answers HTTP(S); return seconds it took. Raises StepError."""
 
     def pids(self) -> list[int]:
         """Every process of the server (the whole tree), for CPU and memory sampling."""
@@ -52,7 +64,17 @@ class Server(Protocol):
 
 
 class Runner(Protocol):
+    """Builds and starts stacks.
+
+    For a `tls = true` stack, `start` makes a self-signed certificate with
+    `loadtest.tls.self_signed(runner.tls_folder)` (default `.build/tls`;
+    `make bench` points it at the run's results folder) and gives the stack
+    TLS_CERT/TLS_KEY. A variant's env (`manifest.env`) is added to the
+    stack's environment.
+    """
+
     name: str
+    tls_folder: Path
 
     def unavailable_reason(self, manifest: Manifest) -> str | None:
         """None when the stack can run here, else why not (e.g. missing toolchain)."""
