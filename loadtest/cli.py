@@ -57,7 +57,14 @@ def cmd_check(args: argparse.Namespace) -> int:
     from .check import check_all
     from .runner import get_runner
 
-    stacks = manifests.load_all(stack_list(args.servers))
+    if args.servers:
+        stacks = manifests.load_all(stack_list(args.servers))
+    else:
+        # Every stack and every [[variant]] (a stock config must pass too); behind
+        # a FRONT only the plain-HTTP api stacks, the ones a front can serve.
+        stacks = manifests.load_all(manifests.stack_ids())
+        if args.front not in ("", "none"):
+            stacks = [m for m in stacks if m.contract == "api" and not m.tls]
     refusal = front.refusal(args.front, stacks)
     if refusal:
         print(f"check: {refusal}", file=sys.stderr)

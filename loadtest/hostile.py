@@ -155,6 +155,10 @@ def cmd_hostile(args: argparse.Namespace) -> int:
     # in the server, which inherits the limit.
     limit = cases.raise_file_limit(mode["idle"] + 1024)
     manifests = load_all(stack_list(args.servers))
+    # The hostile cases and schemathesis judge the API contract only.
+    for manifest in [m for m in manifests if m.contract != "api"]:
+        print(f"hostile: {manifest.name} skipped: serves the {manifest.contract} contract")
+    manifests = [m for m in manifests if m.contract == "api"]
     args.output.mkdir(parents=True, exist_ok=True)
     print(f"hostile: {'quick' if args.quick else 'full'} mode, schemathesis seed {args.seed}, "
           f"{mode['examples']} examples per operation, {mode['idle']} idle connections "

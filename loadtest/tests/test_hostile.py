@@ -233,3 +233,20 @@ def test_every_known_hostile_id_names_a_real_row():
                 assert rest.split(":", 1)[1].startswith("ST"), f"{m.name}: {check}"
             else:
                 assert rest in rows, f"{m.name}: unknown hostile case {check}"
+
+
+def test_static_stacks_are_left_out_with_a_reason(tmp_path):
+    """The hostile cases judge the API contract; a static stack is named and skipped."""
+    import subprocess
+    import sys
+
+    from loadtest.manifest import REPO_ROOT
+
+    result = subprocess.run(
+        [sys.executable, "-m", "loadtest", "hostile", "--quick",
+         "--servers", "nginx-static,apache-static@stock", "--output", str(tmp_path)],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "nginx-static skipped: serves the static contract" in result.stdout
+    assert "apache-static@stock skipped: serves the static contract" in result.stdout
