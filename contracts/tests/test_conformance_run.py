@@ -162,7 +162,7 @@ def test_server_that_never_answers_exits_2():
 @pytest.mark.parametrize(
     "args, message",
     [
-        (["--base-url", "https://127.0.0.1:1", "--display-name", "X"], "must look like http://"),
+        (["--base-url", "ftp://127.0.0.1:1", "--display-name", "X"], "must look like http://"),
         (["--base-url", "http://127.0.0.1:1/api", "--display-name", "X"], "no path"),
         (["--base-url", "http://127.0.0.1:1", "--display-name", ""], "must not be empty"),
         (
