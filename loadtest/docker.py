@@ -30,12 +30,14 @@ import json
 import os
 import shlex
 import shutil
+import ssl
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 from . import compose as compose_file
+from . import tls as tls_files
 from .errors import StepError
 from .ports import free_port, port_in_use
 from .manifest import REPO_ROOT, Manifest
@@ -242,6 +244,8 @@ class DockerRunner:
     name = "docker"
 
     def __init__(self, base_images: str | None = None) -> None:
+        # A tls = true stack's certificate is made here (make bench: the results folder).
+        self.tls_folder = tls_files.DEFAULT_FOLDER
         self.base_images = base_images or os.environ.get("SERVERLAB_BASE_IMAGES", "official")
         if self.base_images not in ("official", "standin"):
             raise ValueError("SERVERLAB_BASE_IMAGES must be official or standin")
@@ -259,17 +263,18 @@ class DockerRunner:
 
     def build(self, manifest: Manifest) -> bool:
         """`docker compose build` the stack's service; True when the image changed."""
-        return self.build_service(manifest.name, compose_file.dockerfile_path(manifest))
+        return self.build_service(manifest.stack, compose_file.dockerfile_path(manifest))
 
     def start(self, manifest: Manifest, limits: Limits, port: int | None = None) -> DockerServer:
         if port is None and os.environ.get("SERVERLAB_DOCKER_PORTS") == "free":
             # CI on a shared machine: the same stack may be running natively
             # on its manifest port; the container takes any free port instead.
             port = free_port()
-        return DockerServer(manifest, limits, port or manifest.port)
+        tls = tls_files.self_signed(self.tls_folder) if manifest.tls else None
+        return DockerServer(manifest, limits, port or manifest.port, tls)
 
     def versions(self, manifest: Manifest) -> dict:
-        info = {"runner": "docker", "image": compose_file.image_name(manifest.name)}
+        info = {"runner": "docker", "image": compose_file.image_name(manifest.stack)}
         with contextlib.suppress(subprocess.SubprocessError, OSError, json.JSONDecodeError):
             data = json.loads(docker("image", "inspect", info["image"]).stdout)[0]
             info["image_id"] = data["Id"]
@@ -382,6 +387,32 @@ def image_id(image: str) -> str | None:
     return result.stdout.strip() if result.returncode == 0 else None
 
 
+# The uid the stack images run as (every Dockerfile's USER).
+CONTAINER_UID = 10001
+
+
+def container_tls(files: tls_files.TlsFiles) -> Path:
+    """A copy of the run's certificate and key that the container's user can read.
+
+    The key stays private to its owner on the host; the copy in `container/`
+    beside it belongs to uid 10001 (mode 0600) when this process may chown,
+    else it is made readable (0644): a throwaway self-signed key for
+    127.0.0.1 only. Mounted read-only at /run/tls (TLS_DIR in the compose file).
+    """
+    folder = files.cert.parent / "container"
+    folder.mkdir(exist_ok=True)
+    folder.chmod(0o755)
+    for source in (files.cert, files.key):
+        target = folder / source.name
+        shutil.copyfile(source, target)
+        try:
+            os.chown(target, CONTAINER_UID, CONTAINER_UID)
+            target.chmod(0o600 if source == files.key else 0o644)
+        except PermissionError:
+            target.chmod(0o644)
+    return folder
+
+
 class Container:
     """A compose service's running container: state, logs, cgroup, removal."""
 
@@ -453,11 +484,18 @@ class Container:
 class DockerServer(Container):
     """One stack's container, started by compose with the given limits."""
 
-    def __init__(self, manifest: Manifest, limits: Limits, port: int | None = None) -> None:
+    def __init__(
+        self,
+        manifest: Manifest,
+        limits: Limits,
+        port: int | None = None,
+        tls: tls_files.TlsFiles | None = None,
+    ) -> None:
         self.manifest = manifest
-        self.service = manifest.name
+        self.service = manifest.stack  # a name@variant id runs its stack's service
         self.port = port or manifest.port
-        self.base_url = f"http://127.0.0.1:{self.port}"
+        self.tls_cert = tls.cert if tls else None
+        self.base_url = f"{'https' if tls else 'http'}://127.0.0.1:{self.port}"
         self.limits = limits
         if port_in_use(self.port):
             raise StepError(
@@ -467,7 +505,13 @@ class DockerServer(Container):
                 f"(e.g. `ss -ltnp 'sport = :{self.port}'` or `make down`)",
             )
         env = limits_env(limits)
-        env[compose_file.env_name(manifest.name, "PORT")] = str(self.port)
+        env[compose_file.env_name(manifest.stack, "PORT")] = str(self.port)
+        for variant in manifest.variants:  # no variant setting leaks in from this shell
+            for key in variant["env"]:
+                env.pop(key, None)
+        env.update(manifest.env)
+        if tls:
+            env["TLS_DIR"] = str(container_tls(tls))
         self._up(env, manifest.name)
 
     def wait_ready(self, timeout: float = 60.0) -> float:
@@ -496,7 +540,13 @@ class DockerServer(Container):
         )
 
     def _answers_http(self) -> bool:
-        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=2)
+        if self.tls_cert:
+            context = ssl.create_default_context(cafile=str(self.tls_cert))
+            connection = http.client.HTTPSConnection(
+                "127.0.0.1", self.port, timeout=2, context=context
+            )
+        else:
+            connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=2)
         try:
             connection.request("GET", "/")
             connection.getresponse().read()

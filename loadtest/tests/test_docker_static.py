@@ -1,0 +1,48 @@
+"""HTTPS static stacks in containers: the run's certificate mounted, variants chosen by env.
+
+Runs the built serverlab/nginx-static and serverlab/apache-static images the
+way the Docker runner does (compose, hardened, read-only root, uid 10001) on
+free ports. Skipped without a Docker daemon and Compose v2, or when an image
+has not been built (`make build SERVERS=nginx-static,apache-static`).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from loadtest import manifest as manifests
+from loadtest.check import run_conformance
+from loadtest.docker import DockerRunner, compose_problem, daemon_problem, free_port, image_id
+from loadtest.runner import Limits
+
+
+@pytest.mark.parametrize(
+    ("stack", "server_header"),
+    [
+        ("nginx-static", "nginx"),
+        ("nginx-static@stock", "nginx/1.22.1"),
+        ("apache-static", "Apache"),
+        ("apache-static@stock", "Apache/2.4.71 (Debian)"),
+    ],
+)
+def test_static_stack_in_a_container_serves_https_with_its_config(stack, server_header, tmp_path):
+    problem = daemon_problem() or compose_problem()
+    if problem:
+        pytest.skip(problem)
+    manifest = manifests.load(stack)
+    if not image_id(f"serverlab/{manifest.stack}"):
+        pytest.skip(f"serverlab/{manifest.stack} not built")
+    runner = DockerRunner()
+    runner.tls_folder = tmp_path / "tls"
+    server = runner.start(manifest, Limits(cpu_quota=1.0), free_port())
+    try:
+        server.wait_ready(60)
+        assert server.base_url.startswith("https://127.0.0.1:")
+        assert server.tls_cert == tmp_path / "tls" / "cert.pem"
+        report = run_conformance(manifest, server.base_url, tls_cert=server.tls_cert)
+        assert report["failed"] == 0, [c for c in report["checks"] if not c["ok"]]
+        # The variant's STATIC_CONFIG reached the container (stock names its version).
+        assert report["observed"]["server_header"] == server_header
+        assert server.stop() == 0
+    finally:
+        server.remove()
