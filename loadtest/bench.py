@@ -137,8 +137,12 @@ class Bench:
         (self.progress.console if self.progress else self.console).print(text)
 
     def stacks(self) -> list[str]:
-        known = stack_names()
-        wanted = self.knobs.servers or known
+        from .manifest import stack_ids
+
+        # SERVERS may name a variant (nginx-static@stock); the default is every
+        # stack's default configuration.
+        known = stack_ids()
+        wanted = self.knobs.servers or stack_names()
         missing = [s for s in wanted if s not in known]
         if missing and not self.knobs.servers_from_profile:
             raise KnobError(
@@ -253,6 +257,8 @@ class Bench:
                 self.runner = get_runner(self.knobs.runner)
             except (ImportError, ValueError) as exc:
                 raise KnobError(f"RUNNER={self.knobs.runner}: not available ({exc})") from None
+            # A tls = true stack's certificate lives in the results folder.
+            self.runner.tls_folder = self.folder / "tls"
             self.use_front(stacks)
         except (KnobError, ToolError) as exc:
             self.console.print(f"[red]bench: {escape(str(exc))}[/]")
@@ -440,7 +446,7 @@ class Bench:
         if stack == calibration.NAME:
             return calibration.DISPLAY_NAME
         manifest = self.manifests.get(stack)
-        return manifest.display_name if manifest else stack
+        return manifest.label if manifest else stack  # "nginx static (stock)" for a variant
 
     def run_instance(self, instance: Instance) -> None:
         stack = instance.stack

@@ -75,6 +75,11 @@ class Manifest:
         return self.folder.name
 
     @property
+    def label(self) -> str:
+        """How results name it: the display name, plus the variant ("nginx static (stock)")."""
+        return f"{self.display_name} ({self.variant})" if self.variant else self.display_name
+
+    @property
     def build_dir(self) -> Path:
         # Per stack id: a variant's run-time files (pid, temp) never meet the default's.
         return REPO_ROOT / ".build" / self.name
@@ -84,6 +89,7 @@ class Manifest:
         return {
             "name": self.name,
             "display_name": self.display_name,
+            "label": self.label,
             "language": self.language,
             "framework": self.framework,
             "framework_version": self.framework_version,

@@ -198,6 +198,7 @@ def test_variant_id_adds_its_env_and_keeps_its_own_build_folder(tmp_path):
     assert stock.env == {"STATIC_CONFIG": "stock"}
     assert stock.folder == default.folder and stock.build_dir != default.build_dir
     assert stock.provenance()["variant_env"] == {"STATIC_CONFIG": "stock"}
+    assert (default.label, stock.label) == ("Example", "Example (stock)")
     assert manifests.stack_ids(tmp_path) == ["site", "site@stock"]
     assert manifests.stack_names(tmp_path) == ["site"]
     assert [m.name for m in manifests.load_all(["site@stock"], tmp_path)] == ["site@stock"]

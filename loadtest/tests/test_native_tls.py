@@ -69,3 +69,21 @@ def test_checker_follows_the_contract_and_tls(tmp_path):
     api = conformance_command(manifests.load("gin"), "http://127.0.0.1:1")
     assert api[1:3] == ["-m", "contracts.conformance"] and "--tls" not in api
     assert api[api.index("--display-name") + 1] == "Go gin"
+
+
+def test_bench_accepts_variant_ids_and_defaults_to_plain_stacks(tmp_path):
+    from types import SimpleNamespace
+
+    from rich.console import Console
+
+    from loadtest import bench
+    from loadtest.plan import KnobError
+
+    def stacks(servers: list[str]) -> list[str]:
+        knobs = SimpleNamespace(servers=servers, servers_from_profile=False, priority=0)
+        return bench.Bench(knobs, tmp_path, Console()).stacks()
+
+    assert stacks(["nginx-static@stock", "gin"]) == ["nginx-static@stock", "gin"]
+    assert "@" not in "".join(stacks([])) and "nginx-static" in stacks([])
+    with pytest.raises(KnobError, match="nginx-static@fast"):
+        stacks(["nginx-static@fast"])
