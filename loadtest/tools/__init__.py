@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from .ab import Ab
 from .base import LoadResult, LoadSpec, Tool, ToolError
+from .h2load import H2load
 from .oha import Oha
 from .wrk import Wrk
 
-TOOLS = {"wrk": Wrk, "oha": Oha, "ab": Ab}
+TOOLS = {"wrk": Wrk, "oha": Oha, "ab": Ab, "h2load": H2load}
 
 
 def get_tool(name: str) -> Tool:

@@ -37,6 +37,8 @@ class Ab(Tool):
         command += ["-s", str(max(1, int(spec.timeout)))]
         if spec.keepalive:
             command.append("-k")
+        for line in spec.header_lines():
+            command += ["-H", line]
         command.append(spec.url)
         return command
 

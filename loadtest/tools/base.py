@@ -45,6 +45,13 @@ class LoadSpec:
     keepalive: bool = True  # ab -k; wrk and oha always keep alive
     client_cpus: tuple[int, ...] | None = None  # taskset for the tool
     priority: int = 0  # nice value for the tool (see loadtest/priority.py); 0 = unchanged
+    # Request headers of the scenario, e.g. (("Accept-Encoding", "br, gzip"),).
+    headers: tuple[tuple[str, str], ...] = ()
+    http1: bool = False  # h2load: force HTTP/1.1 (--h1); the other tools speak only HTTP/1.1
+    streams: int = 1  # h2load -m: concurrent streams per connection (HTTP/1.1: pipelining)
+
+    def header_lines(self) -> list[str]:
+        return [f"{name}: {value}" for name, value in self.headers]
 
 
 def latency_key(percent: float) -> str:
@@ -75,6 +82,9 @@ class LoadResult:
     exit_code: int | None = None
     tool_cpu_s: float = 0.0  # user + system CPU seconds of the tool process
     wall_s: float = 0.0
+    # Tool-specific figures that have no common field (h2load: protocol, time to
+    # connect and to the first byte per connection, header compression).
+    details: dict = field(default_factory=dict)
 
     @property
     def errors_total(self) -> int:
@@ -200,13 +210,16 @@ class Tool:
 
     def run(self, spec: LoadSpec, raw_prefix: Path) -> LoadResult:
         command = self.command(spec)
+        code, out, err, cpu, wall = self.execute(spec, command, raw_prefix)
+        return self.finish(self.parse(out, err, code), spec, command, code, cpu, wall)
+
+    def execute(self, spec: LoadSpec, command: list[str], raw_prefix: Path):
         if not self.available():
             raise ToolError(f"{self.name}: {self.binary} not found (see scripts/bootstrap.sh)")
         command[0] = self.path()
-        code, out, err, cpu, wall = run_tool(
-            command, raw_prefix, self.deadline(spec), spec.client_cpus, spec.priority
-        )
-        result = self.parse(out, err, code)
+        return run_tool(command, raw_prefix, self.deadline(spec), spec.client_cpus, spec.priority)
+
+    def finish(self, result: LoadResult, spec: LoadSpec, command, code, cpu, wall) -> LoadResult:
         result.command = pinned(command, spec.client_cpus)
         result.exit_code = code
         result.tool_cpu_s = cpu

@@ -52,6 +52,8 @@ class Oha(Tool):
         ]  # fmt: skip
         if spec.rate:
             command += ["-q", f"{spec.rate:g}", "--latency-correction"]
+        for line in spec.header_lines():
+            command += ["-H", line]
         command.append(spec.url)
         return command
 

@@ -46,6 +46,7 @@ class Wrk(Tool):
             # wrk parses --timeout as whole seconds ("0.5" would become 0).
             "--timeout", f"{max(1, int(spec.timeout))}s",
             "-s", str(LUA_SCRIPT),
+            *[arg for line in spec.header_lines() for arg in ("-H", line)],
             spec.url,
         ]  # fmt: skip
 
