@@ -34,7 +34,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from . import calibration, front, plan
+from . import calibration, front, plan, ttfb
 from .errors import StepError
 from .manifest import ManifestError, load, stack_names
 from .metrics import UsageSampler, response_bytes
@@ -116,6 +116,7 @@ class Bench:
         self.run_id = folder.name
         self.manifests: dict = {}
         self.failed: dict[str, str] = {}  # stack -> why it is out of the run
+        self.contracts: dict[str, str] = {}  # stack -> "api" | "static"
         self.verified: set[str] = set()
         self.response_bytes: dict[tuple[str, str], dict] = {}
         self.peaks: dict[tuple, float] = {}
@@ -155,7 +156,8 @@ class Bench:
         return [s for s in wanted if s in known]
 
     def check_tools(self) -> None:
-        needed = {"wrk", self.knobs.tool}  # wrk also warms up and finds the peak
+        # wrk also warms up and finds the peak; h2load warms up its own cases.
+        needed = {self.knobs.tool} if self.knobs.tool == "h2load" else {"wrk", self.knobs.tool}
         for name in sorted(needed):
             tool = get_tool(name)
             if name == "oha" and not tool.available():
@@ -207,7 +209,7 @@ class Bench:
 
     def tool_versions(self) -> dict:
         versions = {}
-        for name in ("wrk", "oha", "ab"):
+        for name in ("wrk", "oha", "ab", "h2load"):
             tool = get_tool(name)
             versions[name] = tool.version() if tool.available() else "absent"
         versions["nginx"] = calibration.version()
@@ -263,7 +265,8 @@ class Bench:
         except (KnobError, ToolError) as exc:
             self.console.print(f"[red]bench: {escape(str(exc))}[/]")
             return 2
-        the_plan = plan.build_plan(self.knobs, stacks)
+        self.contracts = stack_contracts(stacks)
+        the_plan = plan.build_plan(self.knobs, stacks, self.contracts)
         if self.resume:
             self.load_previous()
         self.print_plan(stacks, the_plan)
@@ -320,6 +323,15 @@ class Bench:
             f"{_cpus(k.client_cpus)}; CPU quota {quota}; memory {k.server_memory or 'no limit'}"
             f"; runner {k.runner}; priority {self.priority or 'normal'}"
         )
+        for note in plan.contract_notes(k, stacks, self.contracts):
+            self.console.print(f"  {escape(note)}")
+        if k.server_cores:
+            self.console.print(
+                f"  server cores: {', '.join(map(str, k.server_cores))} (each quota is per core)"
+                + (f"; TTFB: {k.ttfb} fresh connections per case" if k.ttfb else "")
+            )
+        elif k.ttfb:
+            self.console.print(f"  TTFB: {k.ttfb} fresh connections per case")
         self.console.print(
             f"  plan: {cases} measurements in {len(todo)} server starts; "
             f"estimated [bold]{_minutes(estimate)}[/] (builds not included)"
@@ -333,7 +345,8 @@ class Bench:
         for instance in the_plan:
             cases = [c for c in instance.cases if c.key not in self.done]
             if cases:
-                todo.append(Instance(instance.stack, instance.quota, instance.repetition, cases))
+                todo.append(Instance(instance.stack, instance.quota, instance.repetition, cases,
+                                     instance.cores))  # fmt: skip
         return todo
 
     def load_previous(self) -> None:
@@ -439,7 +452,8 @@ class Bench:
         if instance.stack == calibration.NAME:
             folder = self.folder / "calibration"
             return calibration.CalibrationServer(folder, k.server_cpus)
-        limits = Limits(cpus=k.server_cpus, cpu_quota=instance.quota, memory=k.memory_bytes)
+        cpus = plan.server_cpus_for(k, instance.cores)
+        limits = Limits(cpus=cpus, cpu_quota=instance.quota, memory=k.memory_bytes)
         return self.runner.start(self.manifests[instance.stack], limits)
 
     def display_name(self, stack: str) -> str:
@@ -455,6 +469,7 @@ class Bench:
         if stack != calibration.NAME and stack not in self.manifests:
             return
         label = stack + (f" quota {instance.quota:g}" if instance.quota is not None else "")
+        label += f" {instance.cores} core(s)" if instance.cores else ""
         self.progress.update(self.task, description=f"{label} r{instance.repetition}")
         server = None
         try:
@@ -533,6 +548,7 @@ class Bench:
                 measured = response_bytes(
                     "127.0.0.1", port, plan.SCENARIOS[scenario],
                     tls_cert=getattr(server, "tls_cert", None),
+                    headers=plan.SCENARIO_HEADERS.get(scenario, ()),
                 )  # fmt: skip
                 self.response_bytes[(stack, scenario)] = measured.to_dict()
 
@@ -540,6 +556,7 @@ class Bench:
         from .tools.base import LoadSpec
 
         k = self.knobs
+        fixed = case.tool in ("ab", "h2load") and duration is None
         return LoadSpec(
             url=server.base_url + case.path,
             connections=case.connections,
@@ -547,10 +564,13 @@ class Bench:
             timeout=k.timeout,
             threads=k.threads,
             rate=rate,
-            requests=k.requests.get(case.scenario) if case.tool == "ab" else None,
+            requests=k.requests.get(case.scenario) if fixed else None,
             keepalive=k.keepalive,
             client_cpus=k.client_cpus,
             priority=self.priority,
+            headers=case.headers,
+            # HTTP/2 here means over TLS (ALPN); no stack speaks cleartext h2c.
+            http1=k.http == "1.1" or not server.base_url.startswith("https:"),
         )
 
     def warm_up(self, server, instance: Instance, scenario: str) -> None:
@@ -558,11 +578,13 @@ class Bench:
         if self.knobs.warmup <= 0:
             return
         connections = max(c.connections for c in instance.cases if c.scenario == scenario)
-        case = Case(instance.stack, instance.quota, scenario, connections, "wrk", "",
-                    instance.repetition, "warmup")  # fmt: skip
+        # h2load cases warm up with h2load: the same protocol, TLS sessions and headers.
+        tool = "h2load" if self.knobs.tool == "h2load" else "wrk"
+        case = Case(instance.stack, instance.quota, scenario, connections, tool, "",
+                    instance.repetition, "warmup", instance.cores)  # fmt: skip
         self.progress.update(self.task, description=f"{instance.stack} {scenario} warm-up")
         raw = self.folder / "raw" / "warmup" / _raw_name(case)
-        get_tool("wrk").run(self.spec(server, case, duration=self.knobs.warmup), raw)
+        get_tool(tool).run(self.spec(server, case, duration=self.knobs.warmup), raw)
 
     def run_case(self, server, instance: Instance, case: Case) -> None:
         k = self.knobs
@@ -588,7 +610,8 @@ class Bench:
         )
         started_at = _now()
         self.prioritize(server)  # workers forked since start get it too
-        sampler = UsageSampler(server.pids, k.server_cpus, k.client_cpus)
+        cpus = plan.server_cpus_for(k, case.cores)
+        sampler = UsageSampler(server.pids, cpus, k.client_cpus)
         sampler.start()
         try:
             result = tool.run(spec, self.folder / "raw" / _raw_name(case, self.seq))
@@ -598,7 +621,10 @@ class Bench:
         share = tool_cpu_share(result.tool_cpu_s, result.wall_s, cores)
         bound = client_bound(result.tool_cpu_s, result.wall_s, cores)
         ok = result.ok and result.requests > 0
-        foreign = foreign_load(usage, result.tool_cpu_s / result.wall_s if result.wall_s else 0, k)
+        shared = bool(set(cpus) & set(k.client_cpus))
+        tool_used = result.tool_cpu_s / result.wall_s if result.wall_s else 0
+        foreign = foreign_load(usage, tool_used, k, cpus)
+        first_byte = self.measure_ttfb(server, case) if ok else {}
         record = {
             "kind": "measurement",
             "seq": self.seq,
@@ -620,10 +646,16 @@ class Bench:
             "rate_fraction": fraction,
             "repetition": case.repetition,
             "cpu_quota": case.quota,
+            "server_cores": len(cpus),
+            # Share of the server cores the quota allows (1 = uncapped).
+            "cpu_share": round(case.quota / len(cpus), 4) if case.quota is not None else 1.0,
+            # Server and load tool on the same cores (e.g. 2 server cores on a 2-core host).
+            "shared_cores": shared,
             "server_memory": k.server_memory or None,
-            "server_cpus": list(k.server_cpus),
+            "server_cpus": list(cpus),
             "client_cpus": list(k.client_cpus),
-            "threads": k.threads if case.tool == "wrk" else None,
+            "threads": k.threads if case.tool in ("wrk", "h2load") else None,
+            "headers": dict(case.headers),
             "duration_s": k.duration,
             "keepalive": k.keepalive if case.tool == "ab" else True,
             "started_at": started_at,
@@ -638,6 +670,7 @@ class Bench:
             "noisy": any(v is not None and v > NOISY_FOREIGN_PCT for v in foreign.values()),
             "response": self.response_bytes.get((case.stack, case.scenario)),
             "server_alive_after": server.is_alive(),
+            **first_byte,
         }
         self.writer.write(record)
         if case.phase == "peak" and ok:
@@ -647,6 +680,18 @@ class Bench:
                              cases=f"{self.cases_run}/{self.cases_total}")  # fmt: skip
         self.say(self.status_line(record))
 
+    def measure_ttfb(self, server, case: Case) -> dict:
+        """TTFB_SAMPLES fresh connections on the now idle server (the `ttfb_*` fields)."""
+        if not self.knobs.ttfb or case.phase != "measure":
+            return {}
+        self.progress.update(self.task, description=f"{case.stack} {case.scenario} TTFB")
+        raw = self.folder / "raw" / (_raw_name(case, self.seq) + "-ttfb")
+        return ttfb.measure(
+            server.base_url + case.path, getattr(server, "tls_cert", None), raw,
+            samples=self.knobs.ttfb, headers=case.headers, cpus=self.knobs.client_cpus,
+            priority=self.priority, timeout=self.knobs.timeout,
+        )  # fmt: skip
+
     def status_line(self, record: dict) -> str:
         result = record["result"]
         head = (
@@ -654,6 +699,7 @@ class Bench:
             f"c={record['connections']:<5} {record['tool']}"
             + (f"@{record['rate']:g}/s" if record["rate"] else "")
             + (f" q={record['cpu_quota']:g}" if record["cpu_quota"] is not None else "")
+            + (f" {record['server_cores']}c" if self.knobs.server_cores else "")
             + f" r{record['repetition']}"
         )
         if record["status"] != "ok":
@@ -667,8 +713,11 @@ class Bench:
             f"errors {errors}" if errors else "no errors",
             f"server cpu {cpu:.0f}%" if cpu is not None else "",
             f"tool cpu {record['tool_cpu_share'] * 100:.0f}%",
+            f"TTFB p50 {record['ttfb_p50_ms']:.2f} ms" if record.get("ttfb_p50_ms") else "",
         ]
         flag = "  [bold yellow]CLIENT-BOUND[/]" if record["client_bound"] else ""
+        if record["shared_cores"]:
+            flag += "  [bold yellow]SHARED CORES[/] (server and tool on the same cores)"
         if record["noisy"]:
             foreign = record["foreign_load_pct"]
             flag += (
@@ -686,10 +735,12 @@ class Bench:
 
         from .report.summary import measurement_rows
 
-        rows = [
+        from .report.charts import uncapped
+
+        rows = uncapped([
             r for r in measurement_rows(read_records(self.folder / RESULTS_FILE))
-            if not r["rate_spec"] and r["cpu_quota"] is None and r["rps_median"]
-        ]  # fmt: skip
+            if not r["rate_spec"] and r["rps_median"]
+        ])  # fmt: skip
         if not rows:
             return
         scenarios = [s for s in plan.SCENARIOS if any(r["scenario"] == s for r in rows)]
@@ -742,7 +793,7 @@ class Bench:
         return 1 if failed else 0
 
 
-def foreign_load(usage, tool_cores_used: float, knobs: Knobs) -> dict:
+def foreign_load(usage, tool_cores_used: float, knobs: Knobs, server_cpus=None) -> dict:
     """Busy % of the pinned cores that neither the server nor the load tool explains.
 
     Other processes (a build, another benchmark, the desktop) on the same cores
@@ -751,11 +802,12 @@ def foreign_load(usage, tool_cores_used: float, knobs: Knobs) -> dict:
     far below the threshold.
     """
     server = client = None
+    server_cpus = server_cpus or knobs.server_cpus
     if usage.server_cores_busy_pct is not None and usage.cpu_mean_pct is not None:
-        server = usage.server_cores_busy_pct - usage.cpu_mean_pct / len(knobs.server_cpus)
+        server = usage.server_cores_busy_pct - usage.cpu_mean_pct / len(server_cpus)
     if usage.client_cores_busy_pct is not None:
         client = usage.client_cores_busy_pct - tool_cores_used * 100 / len(knobs.client_cpus)
-    if set(knobs.server_cpus) & set(knobs.client_cpus):
+    if set(server_cpus) & set(knobs.client_cpus):
         server = client = None  # shared cores: the pair itself explains the overlap
     return {
         "server_cores": None if server is None else round(max(0.0, server), 1),
@@ -776,6 +828,17 @@ def install_oha(console: Console) -> None:
     result = subprocess.run(["bash", str(REPO_ROOT / "scripts" / "install-oha.sh")])
     if result.returncode != 0:
         console.print("[red]scripts/install-oha.sh failed[/]")
+
+
+def stack_contracts(stacks: list[str]) -> dict[str, str]:
+    """Each stack's manifest contract, "api" or "static" (unreadable manifests: "api")."""
+    contracts = {}
+    for name in stacks:
+        try:
+            contracts[name] = getattr(load(name), "contract", "api")
+        except ManifestError:
+            contracts[name] = "api"
+    return contracts
 
 
 def _raise_interrupt(signum, frame):
@@ -809,6 +872,8 @@ def _raw_name(case: Case, seq: int | None = None) -> str:
     parts = [f"{seq:04d}" if seq else "", case.stack, case.scenario, f"c{case.connections}"]
     if case.quota is not None:
         parts.append(f"q{case.quota:g}")
+    if case.cores is not None:
+        parts.append(f"{case.cores}cores")
     parts.append(case.tool + (f"-{case.rate.replace('%', 'pct')}" if case.rate else ""))
     parts.append(f"r{case.repetition}")
     return "-".join(p for p in parts if p)

@@ -187,14 +187,16 @@ class ResponseBytes:
 
 
 def response_bytes(
-    host: str, port: int, path: str, timeout: float = 5.0, tls_cert: Path | None = None
-) -> ResponseBytes:
+    host: str, port: int, path: str, timeout: float = 5.0, tls_cert: Path | None = None,
+    headers: tuple[tuple[str, str], ...] = (),
+) -> ResponseBytes:  # fmt: skip
     """Send one keep-alive GET (as the load tools do) and measure the answer's bytes.
 
     With `tls_cert` the request goes over HTTPS (HTTP/1.1), trusting that
     certificate; the bytes counted are the HTTP message, not the TLS records.
     """
-    request = f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n".encode()
+    extra = "".join(f"{name}: {value}\r\n" for name, value in headers)  # the scenario's
+    request = f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\n{extra}\r\n".encode()
     result = ResponseBytes()
     try:
         with contextlib.ExitStack() as stack:

@@ -26,9 +26,16 @@ SCENARIOS = {
     "kb10": "/?n=10",
     "kb100": "/?n=100",
     "workday": "/workday",
+    "page": "/",
 }
 TOOLS = ("wrk", "oha", "ab")
 FRONTS = ("none", "nginx", "apache")  # loadtest/front.py
+# Scenarios of static stacks (manifest `contract = "static"`); the rest are the api's.
+STATIC_SCENARIOS = ("page",)
+# Request headers per scenario: the static page is fetched as a browser does.
+SCENARIO_HEADERS = {"page": (("Accept-Encoding", "br, gzip"),)}
+TOOLS = ("wrk", "oha", "ab", "h2load")
+HTTP_VERSIONS = ("2", "1.1")
 # Knob name (as in the Makefile and the environment) -> profiles.toml key.
 KNOBS = {
     "SERVERS": "servers",
@@ -48,12 +55,18 @@ KNOBS = {
     "TIMEOUT": "timeout",
     "PRIORITY": "priority",
     "FRONT": "front",
+    "TTFB": "ttfb",
+    "SERVER_CORES": "server_cores",
+    "HTTP": "http",
 }
 # Seconds a case costs beyond its duration (tool start, sampling, bookkeeping),
 # and per started stack (start, ready, stop); used for the estimate only.
 CASE_OVERHEAD_S = 0.5
 INSTANCE_OVERHEAD_S = 6.0
 VERIFY_S = 5.0
+# Guesses for the estimate only: a fixed request count at this rate, a TTFB sample.
+ASSUMED_FIXED_RPS = 1000.0
+TTFB_SAMPLE_S = 0.01
 
 
 class KnobError(Exception):
@@ -122,6 +135,10 @@ class Knobs:
     calibration: bool
     priority: int = 0  # nice value for the server and the tool (loadtest/priority.py)
     front: str = "none"  # TLS reverse proxy before each stack: none, nginx, apache (front.py)
+    ttfb: int = 0  # time-to-first-byte samples per case (fresh connections); 0 = none
+    # Server core counts to sweep (each SERVER_CPU_QUOTA then is per core); [] = SERVER_CPUS.
+    server_cores: list = field(default_factory=list)
+    http: str = "2"  # h2load over https: "2" (ALPN h2) or "1.1" (--h1)
     experiment: str = "none"
     description: str = ""
     servers_from_profile: bool = False
@@ -160,7 +177,7 @@ def _convert(key: str, value):
         if key in ("servers", "scenarios", "rate"):
             items = split_list(value) if isinstance(value, str) else list(value)
             return [str(v) for v in items]
-        if key == "connections":
+        if key in ("connections", "server_cores"):
             items = split_list(value) if isinstance(value, str) else list(value)
             return [int(v) for v in items]
         if key == "server_cpu_quota":
@@ -168,7 +185,9 @@ def _convert(key: str, value):
             return [float(v) for v in items]
         if key in ("duration", "warmup"):
             return float(str(value).rstrip("s"))
-        if key in ("repeat", "seed", "timeout", "priority"):
+        if key == "http":
+            return str(value)
+        if key in ("repeat", "seed", "timeout", "priority", "ttfb"):
             return int(str(value).rstrip("s"))
         if key in ("server_cpus", "client_cpus"):
             return parse_cpus(value) if isinstance(value, str) else tuple(int(v) for v in value)
@@ -230,6 +249,12 @@ def validate(knobs: Knobs) -> None:
         raise KnobError(f"TOOL={knobs.tool!r}: use one of {', '.join(TOOLS)}")
     if knobs.front not in FRONTS:
         raise KnobError(f"FRONT={knobs.front!r}: use one of {', '.join(FRONTS)}")
+    if knobs.http not in HTTP_VERSIONS:
+        raise KnobError(f"HTTP={knobs.http!r}: use one of {', '.join(HTTP_VERSIONS)}")
+    if knobs.http != "2" and knobs.tool != "h2load":
+        raise KnobError("HTTP=1.1 chooses h2load's protocol: set TOOL=h2load")
+    if knobs.ttfb < 0:
+        raise KnobError(f"TTFB={knobs.ttfb}: a number of samples per case (0 = none)")
     if not -20 <= knobs.priority <= 19:
         raise KnobError(f"PRIORITY={knobs.priority}: a nice value, -20..19 (0 = unchanged)")
     if knobs.duration <= 0 or knobs.warmup < 0 or knobs.repeat < 1 or knobs.timeout < 1:
@@ -254,6 +279,9 @@ def validate(knobs: Knobs) -> None:
         except ValueError as exc:
             raise KnobError(f"SERVER_MEMORY: {exc}") from None
     available = set(os.sched_getaffinity(0))
+    for cores in knobs.server_cores:
+        if not 1 <= cores <= len(available):
+            raise KnobError(f"SERVER_CORES: {cores} cores asked, {len(available)} available here")
     for name, cpus in (("SERVER_CPUS", knobs.server_cpus), ("CLIENT_CPUS", knobs.client_cpus)):
         missing = [c for c in cpus if c not in available]
         if missing:
@@ -272,18 +300,24 @@ class Case:
     rate: str  # "" closed loop, "5000" req/s, "50%" of the measured peak
     repetition: int
     phase: str = "measure"  # "peak": the wrk run that sets the rate of the oha runs
+    cores: int | None = None  # server cores of a SERVER_CORES sweep; None: SERVER_CPUS
 
     @property
     def key(self) -> str:
         quota = "" if self.quota is None else f"{self.quota:g}"
-        return "|".join(
-            [self.stack, quota, self.scenario, str(self.connections), self.tool, self.rate,
-             str(self.repetition), self.phase]
-        )  # fmt: skip
+        parts = [self.stack, quota, self.scenario, str(self.connections), self.tool, self.rate,
+                 str(self.repetition), self.phase]  # fmt: skip
+        if self.cores is not None:
+            parts.append(f"cores={self.cores}")
+        return "|".join(parts)
 
     @property
     def path(self) -> str:
         return SCENARIOS[self.scenario]
+
+    @property
+    def headers(self) -> tuple[tuple[str, str], ...]:
+        return SCENARIO_HEADERS.get(self.scenario, ())
 
 
 @dataclass
@@ -294,13 +328,48 @@ class Instance:
     quota: float | None
     repetition: int
     cases: list[Case]
+    cores: int | None = None  # server cores of a SERVER_CORES sweep; None: SERVER_CPUS
 
 
-def _scenario_cases(knobs: Knobs, stack, quota, scenario, repetition) -> list[Case]:
+def scenarios_for(knobs: Knobs, contract: str) -> list[str]:
+    """The knob's scenarios that a stack of this contract serves ("api" or "static")."""
+    static = contract == "static"
+    return [s for s in knobs.scenarios if (s in STATIC_SCENARIOS) == static]
+
+
+def configurations(knobs: Knobs) -> list[tuple[float | None, int | None]]:
+    """(CPU quota in CPUs, server cores) of every start of a stack.
+
+    With SERVER_CORES each quota is a share of the server cores, as the 2019
+    run capped a share of a whole VM: 0.25 on 2 cores is 0.5 CPUs; a share of
+    1 or more is the whole cores, uncapped.
+    """
+    if not knobs.server_cores:
+        return [(q, None) for q in knobs.quotas]
+    configs = []
+    for cores in knobs.server_cores:
+        for share in knobs.quotas:
+            quota = None if share is None or share >= 1 else round(share * cores, 4)
+            configs.append((quota, cores))
+    return configs
+
+
+def server_cpus_for(knobs: Knobs, cores: int | None) -> tuple[int, ...]:
+    """SERVER_CPUS, or `cores` CPUs: the server cores first, then the others (client last)."""
+    if cores is None:
+        return knobs.server_cpus
+    available = sorted(os.sched_getaffinity(0))
+    rest = [c for c in available if c not in knobs.server_cpus and c not in knobs.client_cpus]
+    order = list(knobs.server_cpus) + rest + [c for c in knobs.client_cpus
+                                              if c not in knobs.server_cpus]  # fmt: skip
+    return tuple(order[:cores])
+
+
+def _scenario_cases(knobs: Knobs, stack, quota, scenario, repetition, cores=None) -> list[Case]:
     cases = []
     for connections in sorted(knobs.connections):
         base = dict(stack=stack, quota=quota, scenario=scenario, connections=connections,
-                    repetition=repetition)  # fmt: skip
+                    repetition=repetition, cores=cores)  # fmt: skip
         if knobs.tool == "oha" and knobs.rate:
             if any(r.endswith("%") for r in knobs.rate):
                 cases.append(Case(tool="wrk", rate="", phase="peak", **base))
@@ -310,28 +379,58 @@ def _scenario_cases(knobs: Knobs, stack, quota, scenario, repetition) -> list[Ca
     return cases
 
 
-def build_plan(knobs: Knobs, stacks: list[str]) -> list[Instance]:
+def build_plan(knobs: Knobs, stacks: list[str], contracts: dict | None = None) -> list[Instance]:
+    """The shuffled, interleaved plan; `contracts` maps a stack to "api" or "static".
+
+    A stack gets only the scenarios of its contract (the ceiling serves the
+    api's); a stack left with none is not in the plan (see `contract_notes`).
+    """
+    contracts = contracts or {}
     rng = random.Random(knobs.seed)
     plan = []
     for repetition in range(1, knobs.repeat + 1):
-        instances = [(s, q) for s in stacks for q in knobs.quotas]
-        if knobs.calibration:
-            instances.append((calibration.NAME, None))  # the ceiling: never capped
+        instances = [(s, q, c) for s in stacks for q, c in configurations(knobs)]
+        if knobs.calibration and scenarios_for(knobs, "api"):
+            instances.append((calibration.NAME, None, None))  # the ceiling: never capped
         rng.shuffle(instances)
-        for stack, quota in instances:
-            scenarios = list(knobs.scenarios)
+        for stack, quota, cores in instances:
+            scenarios = scenarios_for(knobs, contracts.get(stack, "api"))
+            if not scenarios:
+                continue
             rng.shuffle(scenarios)
             cases = []
             for scenario in scenarios:
-                cases.extend(_scenario_cases(knobs, stack, quota, scenario, repetition))
-            plan.append(Instance(stack, quota, repetition, cases))
+                cases.extend(_scenario_cases(knobs, stack, quota, scenario, repetition, cores))
+            plan.append(Instance(stack, quota, repetition, cases, cores))
     return plan
 
 
+def contract_notes(knobs: Knobs, stacks: list[str], contracts: dict) -> list[str]:
+    """What the contract filter did, for the plan printout."""
+    notes = []
+    for contract in ("api", "static"):
+        mine = [s for s in stacks if contracts.get(s, "api") == contract]
+        if not mine:
+            continue
+        scenarios = scenarios_for(knobs, contract)
+        if scenarios:
+            notes.append(f"{contract} stacks ({', '.join(mine)}): {', '.join(scenarios)}")
+        else:
+            wanted = ", ".join(STATIC_SCENARIOS if contract == "static" else
+                               [s for s in SCENARIOS if s not in STATIC_SCENARIOS])  # fmt: skip
+            notes.append(f"{contract} stacks ({', '.join(mine)}) NOT measured: no {contract} "
+                         f"scenario in SCENARIOS (theirs: {wanted})")  # fmt: skip
+    return notes
+
+
 def case_seconds(knobs: Knobs, case: Case) -> float:
-    if case.tool == "ab" and knobs.requests.get(case.scenario):
-        return 2.0 + CASE_OVERHEAD_S  # a fixed request count: a few seconds at most
-    return knobs.duration + CASE_OVERHEAD_S
+    ttfb = (0.3 + knobs.ttfb * TTFB_SAMPLE_S) if knobs.ttfb and case.phase == "measure" else 0.0
+    fixed = knobs.requests.get(case.scenario) if case.tool in ("ab", "h2load") else None
+    if fixed and case.tool == "ab":
+        return 2.0 + CASE_OVERHEAD_S + ttfb  # a fixed request count: a few seconds at most
+    if fixed:
+        return fixed / ASSUMED_FIXED_RPS + CASE_OVERHEAD_S + ttfb
+    return knobs.duration + CASE_OVERHEAD_S + ttfb
 
 
 def instance_seconds(knobs: Knobs, instance: Instance, verify: bool) -> float:

@@ -12,6 +12,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import FuncFormatter  # noqa: E402
 
+SCENARIO_ORDER = ["hello", "kb1", "kb10", "kb100", "workday", "page"]
 CEILING_STYLE = {"color": "black", "linestyle": "--", "linewidth": 1.5}
 DPI = 110
 
@@ -41,8 +42,45 @@ def closed_rows(rows: list[dict]) -> list[dict]:
     return [r for r in rows if not r["rate_spec"] and r["rps_median"] is not None]
 
 
+def uncapped(items: list[dict]) -> list[dict]:
+    """Rows or records without a CPU quota; in a core sweep, those of the fewest cores."""
+    free = [r for r in items if r.get("cpu_quota") is None]
+    cores = {r.get("server_cores") for r in free} - {None}
+    return [r for r in free if r.get("server_cores") in (None, min(cores, default=None))]
+
+
+def _share(item: dict) -> float | None:
+    """The CPU quota as a share of the server cores (1 = uncapped)."""
+    if item.get("cpu_share") is not None:
+        return item["cpu_share"]
+    if item.get("cpu_quota") is None:
+        return 1.0
+    return item["cpu_quota"] / item["server_cores"] if item.get("server_cores") else None
+
+
+def _config_label(cores, share) -> str:
+    return f"{cores} core{'s' if cores != 1 else ''}, {share * 100:g}%"
+
+
+def _core_colors(cores: list[int]) -> dict[int, tuple]:
+    palette = plt.get_cmap("tab10").colors
+    return {c: palette[(i * 3) % len(palette)] for i, c in enumerate(sorted(cores))}
+
+
+def _panels(count: int, width: float = 4.2, height: float = 3.6):
+    """Up to four panels a row, sharing both axes so that panels compare at a glance."""
+    columns = min(count, 4)
+    rows = (count + columns - 1) // columns
+    fig, axes = plt.subplots(rows, columns, figsize=(width * columns + 1.5, height * rows),
+                             squeeze=False, sharex=True, sharey=True)  # fmt: skip
+    flat = [ax for line in axes for ax in line]
+    for ax in flat[count:]:
+        ax.set_visible(False)
+    return fig, flat[:count]
+
+
 def rps_vs_connections(rows: list[dict], scenario: str, path: Path, note: str) -> Path | None:
-    data = [r for r in closed_rows(rows) if r["scenario"] == scenario and r["cpu_quota"] is None]
+    data = uncapped([r for r in closed_rows(rows) if r["scenario"] == scenario])
     if not data:
         return None
     stacks = sorted({r["stack"] for r in data if not r["ceiling"]})
@@ -84,8 +122,8 @@ def rps_vs_quota(rows: list[dict], scenario: str, path: Path) -> Path | None:
         r for r in closed_rows(rows) if r["scenario"] == scenario and r["cpu_quota"] is not None
     ]
     quotas = sorted({r["cpu_quota"] for r in data})
-    if len(quotas) < 2:
-        return None
+    if len(quotas) < 2 or len({r.get("server_cores") for r in data}) > 1:
+        return None  # a sweep over core counts: rps_vs_share draws it
     stacks = sorted({r["stack"] for r in data})
     colors = _colors(stacks)
     connections = sorted({r["connections"] for r in data})
@@ -109,7 +147,7 @@ def rps_vs_quota(rows: list[dict], scenario: str, path: Path) -> Path | None:
 
 
 def latency_bars(rows: list[dict], scenario: str, path: Path, note: str) -> Path | None:
-    data = [r for r in closed_rows(rows) if r["scenario"] == scenario and r["cpu_quota"] is None]
+    data = uncapped([r for r in closed_rows(rows) if r["scenario"] == scenario])
     data = [r for r in data if r["latency_p99_ms"] is not None]
     if not data:
         return None
@@ -143,9 +181,9 @@ def latency_cdf(
     data = [
         r for r in records
         if r.get("kind") == "measurement" and r.get("status") == "ok" and r["scenario"] == scenario
-        and bool(r.get("rate_spec")) == open_loop and r.get("cpu_quota") is None
-        and r["result"]["latency_curve"]
+        and bool(r.get("rate_spec")) == open_loop and r["result"]["latency_curve"]
     ]  # fmt: skip
+    data = uncapped(data)
     if not data:
         return None
     if open_loop:
@@ -226,7 +264,7 @@ def open_loop(rows: list[dict], scenario: str, path: Path) -> Path | None:
 
 
 def resources(rows: list[dict], path: Path) -> Path | None:
-    data = [r for r in closed_rows(rows) if r["cpu_quota"] is None]
+    data = uncapped(closed_rows(rows))
     if not data:
         return None
     stacks = sorted({r["stack"] for r in data}, key=lambda s: (s == "ceiling", s))
@@ -295,6 +333,146 @@ def bytes_per_response(rows: list[dict], path: Path) -> Path | None:
     return _save(fig, path)
 
 
+def rps_vs_share(rows: list[dict], scenario: str, path: Path) -> Path | None:
+    """Requests/s against the CPU quota (share of the server cores), a line per core count.
+
+    One panel per stack; solid lines at the highest connection level, faint ones
+    below it: where a line flattens, more CPU no longer helps (saturation).
+    """
+    data = [r for r in closed_rows(rows) if r["scenario"] == scenario and not r["ceiling"]]
+    data = [r for r in data if _share(r) is not None]
+    if len({_share(r) for r in data}) < 2:
+        return None
+    stacks = sorted({r["stack"] for r in data})
+    cores = sorted({r.get("server_cores") or 0 for r in data})
+    colors = _core_colors(cores)
+    top = max(r["connections"] for r in data)
+    fig, axes = _panels(len(stacks))
+    for ax, stack in zip(axes, stacks):
+        mine = [r for r in data if r["stack"] == stack]
+        for count in cores:
+            for conn in sorted({r["connections"] for r in mine}):
+                points = sorted((r for r in mine if (r.get("server_cores") or 0) == count
+                                 and r["connections"] == conn), key=_share)  # fmt: skip
+                if not points:
+                    continue
+                label = f"{count} core{'s' if count != 1 else ''}" if conn == top else None
+                ax.plot([_share(p) * 100 for p in points], [p["rps_median"] for p in points],
+                        marker="o" if conn == top else None, color=colors[count],
+                        alpha=1.0 if conn == top else 0.25, linewidth=2 if conn == top else 1,
+                        label=label)  # fmt: skip
+        ax.set_title(mine[0]["display_name"], fontsize=9)
+        ax.set_xlabel("CPU quota (% of the server cores)")
+        ax.set_ylim(bottom=0)
+        ax.grid(True, alpha=0.3)
+        ax.yaxis.set_major_formatter(FuncFormatter(_thousands))
+        ax.legend(fontsize=7, loc="lower right")
+    axes[0].set_ylabel("requests/s (median)")
+    fig.suptitle(f"Throughput against CPU quota, {scenario}, a line per core count "
+                 f"({top} connections; faint: fewer)", fontsize=10)  # fmt: skip
+    return _save(fig, path, "where a line flattens, the server is no longer CPU-bound")
+
+
+def config_cdf(records: list[dict], scenario: str, path: Path, note: str) -> Path | None:
+    """Share of requests done within t, per stack (panel) and configuration (line).
+
+    Configurations are core count x CPU quota; the highest connection level of
+    the run. Colour: the quota; dashed: the second core count, and so on.
+    """
+    data = [
+        r for r in records
+        if r.get("kind") == "measurement" and r.get("status") == "ok"
+        and r["scenario"] == scenario and not r.get("rate_spec") and not r.get("ceiling")
+        and r["result"]["latency_curve"] and _share(r) is not None
+    ]  # fmt: skip
+    configs = sorted({(r.get("server_cores") or 0, _share(r)) for r in data})
+    if len(configs) < 2:
+        return None
+    top = max(r["connections"] for r in data)
+    data = [r for r in data if r["connections"] == top]
+    stacks = sorted({r["stack"] for r in data})
+    shares = sorted({share for _, share in configs})
+    cmap = plt.get_cmap("viridis")
+    shade = {s: cmap(0.85 * i / max(1, len(shares) - 1)) for i, s in enumerate(shares)}
+    styles = ["-", "--", ":", "-."]
+    core_counts = sorted({c for c, _ in configs})
+    fig, axes = _panels(len(stacks))
+    for ax, stack in zip(axes, stacks):
+        mine = [r for r in data if r["stack"] == stack]
+        for cores, share in configs:
+            curves: dict[float, list[float]] = defaultdict(list)
+            for r in mine:
+                if (r.get("server_cores") or 0, _share(r)) == (cores, share):
+                    for percent, ms in r["result"]["latency_curve"]:
+                        if ms is not None and ms > 0:
+                            curves[percent].append(ms)
+            if not curves:
+                continue
+            points = sorted((p, statistics.median(v)) for p, v in curves.items())
+            ax.plot([ms for _, ms in points], [p for p, _ in points], color=shade[share],
+                    linestyle=styles[core_counts.index(cores) % len(styles)],
+                    label=_config_label(cores, share))  # fmt: skip
+        ax.set_xscale("log")
+        ax.set_ylim(0, 100)
+        ax.set_title(mine[0].get("display_name", stack) if mine else stack, fontsize=9)
+        ax.set_xlabel("latency (ms, log scale)")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=6, loc="lower right")
+    axes[0].set_ylabel("% of requests done within")
+    tool = data[0]["tool"] if data else ""
+    fig.suptitle(f"Latency distribution per configuration, {scenario}, {top} connections "
+                 f"({tool})", fontsize=10)  # fmt: skip
+    return _save(fig, path, note)
+
+
+def ttfb_chart(rows: list[dict], scenario: str, path: Path) -> Path | None:
+    """Time to first byte per stack and configuration: mean split into connect,
+    TLS handshake and wait (stacked), with a p50..p90 whisker."""
+    data = [r for r in rows if r["scenario"] == scenario and r.get("ttfb_mean_ms") is not None
+            and not r["rate_spec"] and _share(r) is not None]  # fmt: skip
+    if not data:
+        return None
+    stacks = sorted({r["stack"] for r in data})
+    names = {r["stack"]: r["display_name"] for r in data}
+    colors = _colors(stacks)
+    cores = sorted({r.get("server_cores") or 0 for r in data})
+    fig, axes = _panels(len(cores), width=max(4.5, 1.1 * len({_share(r) for r in data})
+                                              * len(stacks)), height=4.2)  # fmt: skip
+    width = 0.8 / len(stacks)
+    for ax, count in zip(axes, cores):
+        mine = [r for r in data if (r.get("server_cores") or 0) == count]
+        shares = sorted({_share(r) for r in mine})
+        for i, stack in enumerate(stacks):
+            for j, share in enumerate(shares):
+                group = [r for r in mine if r["stack"] == stack and _share(r) == share]
+                if not group:
+                    continue
+
+                def median(key, group=group):
+                    values = [r[key] for r in group if r.get(key) is not None]
+                    return statistics.median(values) if values else 0.0
+
+                x = j - 0.4 + width * (i + 0.5)
+                bottom = 0.0
+                for part, alpha in (("connect", 0.35), ("handshake", 0.65), ("wait", 1.0)):
+                    value = median(f"ttfb_{part}_mean_ms")
+                    ax.bar(x, value, width * 0.9, bottom=bottom, color=colors[stack], alpha=alpha,
+                           label=names[stack] if part == "wait" and j == 0 else None)  # fmt: skip
+                    bottom += value
+                p50, p90 = median("ttfb_p50_ms"), median("ttfb_p90_ms")
+                ax.errorbar(x, p50, yerr=[[0], [max(0.0, p90 - p50)]], fmt="_", color="black",
+                            capsize=2, markersize=6)  # fmt: skip
+        ax.set_xticks(range(len(shares)))
+        ax.set_xticklabels([f"{s * 100:g}%" for s in shares])
+        ax.set_xlabel(f"CPU quota (% of {count} core{'s' if count != 1 else ''})")
+        ax.grid(True, axis="y", alpha=0.3)
+        ax.legend(fontsize=7, loc="upper right")
+    axes[0].set_ylabel("time to first byte (ms)")
+    fig.suptitle(f"Time to first byte over a fresh connection, {scenario}", fontsize=10)
+    return _save(fig, path, "bars: mean, split into connect (light), TLS handshake and wait "
+                 "(dark); black: p50 with a whisker to p90; median over connection levels")  # fmt: skip
+
+
 def all_charts(rows: list[dict], records: list[dict], folder: Path) -> dict[str, list[Path]]:
     """Every chart; returns {section: [paths]} in display order."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -303,11 +481,7 @@ def all_charts(rows: list[dict], records: list[dict], folder: Path) -> dict[str,
     sections: dict[str, list[Path]] = {}
     scenarios = sorted(
         {r["scenario"] for r in rows},
-        key=lambda s: (
-            ["hello", "kb1", "kb10", "kb100", "workday"].index(s)
-            if s in ["hello", "kb1", "kb10", "kb100", "workday"]
-            else 99
-        ),
+        key=lambda s: SCENARIO_ORDER.index(s) if s in SCENARIO_ORDER else 99,
     )
     for scenario in scenarios:
         tools = {r["tool"] for r in closed_rows(rows) if r["scenario"] == scenario}
@@ -318,8 +492,11 @@ def all_charts(rows: list[dict], records: list[dict], folder: Path) -> dict[str,
         charts = [
             rps_vs_connections(rows, scenario, folder / f"rps-{scenario}.png", note),
             rps_vs_quota(rows, scenario, folder / f"rps-quota-{scenario}.png"),
+            rps_vs_share(rows, scenario, folder / f"rps-share-{scenario}.png"),
             latency_bars(rows, scenario, folder / f"latency-{scenario}.png", note),
             latency_cdf(records, scenario, folder / f"cdf-{scenario}.png", note),
+            config_cdf(records, scenario, folder / f"cdf-config-{scenario}.png", note),
+            ttfb_chart(rows, scenario, folder / f"ttfb-{scenario}.png"),
             open_loop(rows, scenario, folder / f"openloop-{scenario}.png"),
             latency_cdf(
                 records,

@@ -7,7 +7,7 @@ import html
 from pathlib import Path
 
 CO_NOTE = (
-    "wrk and ab are closed-loop tools: each connection waits for its answer before "
+    "wrk, ab and h2load are closed-loop tools: each connection waits for its answer before "
     "sending the next request, so a stalled server also stalls the load and the slow "
     "requests it would have received are never sent. Their latency percentiles are "
     "subject to coordinated omission and understate the tail. oha runs at a constant "
@@ -22,7 +22,23 @@ NOISY_NOTE = (
     "or client cores during the measurement: the host was shared. With the priority raised "
     "they mostly used idle time, but such figures spread more; publish numbers from a quiet host."
 )
-SCENARIO_ORDER = ["hello", "kb1", "kb10", "kb100", "workday"]
+SCENARIO_ORDER = ["hello", "kb1", "kb10", "kb100", "workday", "page"]
+TTFB_NOTE = (
+    "TTFB: time to first byte of a new visitor, measured after each case on the idle server "
+    "with fresh connections one after another: TCP connect, a full TLS handshake (no "
+    "session resumption), the request with the scenario's headers, and the first byte of "
+    "the answer (p50 over the samples; split into connect, handshake and wait in summary.csv)."
+)
+H2LOAD_NOTE = (
+    "h2load does not verify the server's certificate (it still does the full TLS handshake); "
+    "its latency percentiles come from its per-request log. Over HTTP/2 it does not reconnect "
+    "when a server ends a connection at its per-connection request limit (GOAWAY): such "
+    "cases say so in the problems column and count the requests never sent as read errors."
+)
+SHARED_NOTE = (
+    "SHARED CORES marks a case whose server cores include the load tool's (e.g. 2 server "
+    "cores on a 2-core host): server and client compete, so such figures are lower bounds."
+)
 
 
 def fmt(value, digits=0, suffix=""):
@@ -42,9 +58,9 @@ def scenario_groups(rows: list[dict]) -> list[tuple[str, list[dict]]]:
 
 
 TABLE_HEAD = [
-    "stack", "conn", "tool", "quota", "rate", "runs", "req/s (median)", "CV", "% ceiling",
+    "stack", "conn", "tool", "cores", "quota", "rate", "runs", "req/s (median)", "CV", "% ceiling",
     "p50 ms", "p99 ms", "max ms", "errors", "MB/s", "header B", "body B", "CPU %",
-    "RSS MiB", "tool CPU %", "flags",
+    "RSS MiB", "tool CPU %", "TTFB p50 ms", "flags",
 ]  # fmt: skip
 
 
@@ -60,12 +76,15 @@ def table_cells(row: dict) -> list[str]:
         flags.append(f"{row['failed_runs']} failed run(s)")
     if row["phase"] == "peak":
         flags.append("peak for open loop")
+    if row.get("shared_cores"):
+        flags.append("SHARED CORES")
     cv = f"{row['rps_cv'] * 100:.1f}%" if row["rps_cv"] is not None else "-"
     share = f"{row['share_of_ceiling'] * 100:.0f}%" if row["share_of_ceiling"] else "-"
     return [
         row["display_name"],
         str(row["connections"]),
-        row["tool"],
+        row["tool"] + (f" ({row['protocol']})" if row.get("protocol") else ""),
+        fmt(row.get("server_cores")),
         fmt(row["cpu_quota"], 2) if row["cpu_quota"] is not None else "-",
         (
             f"{fmt(row['rate'])}/s"
@@ -87,6 +106,7 @@ def table_cells(row: dict) -> list[str]:
         fmt(row["server_cpu_mean_pct"]),
         fmt(row["rss_peak_mb"], 1),
         fmt(row["tool_cpu_pct"]),
+        fmt(row.get("ttfb_p50_ms"), 2),
         ", ".join(flags),
     ]
 
@@ -188,12 +208,25 @@ def md_table(head: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
+def extra_notes(rows: list[dict]) -> list[str]:
+    """Notes that apply only when the run has such measurements."""
+    notes = []
+    if any(r.get("ttfb_p50_ms") is not None for r in rows):
+        notes.append(TTFB_NOTE)
+    if any(r.get("shared_cores") for r in rows):
+        notes.append(SHARED_NOTE)
+    if any(r["tool"] == "h2load" for r in rows):
+        notes.append(H2LOAD_NOTE)
+    return notes
+
+
 def markdown(rows: list[dict], outcomes: dict, run: dict, charts: dict[str, list[Path]]) -> str:
     out = [f"# serverlab results: {run.get('run_id', '')}", ""]
     out += [f"- **{k}**: {v}" for k, v in run_facts(run)]
     out += ["", "## Notes", "", f"- {CO_NOTE}", f"- {CLIENT_BOUND_NOTE}", f"- {NOISY_NOTE}",
             "- Statistics: median over the runs; CV = coefficient of variation of requests/s; "
             "`summary.csv` also has the mean of the middle runs (highest and lowest dropped)."]  # fmt: skip
+    out += [f"- {note}" for note in extra_notes(rows)]
     notes = stack_notes(outcomes, run)
     if notes:
         out += ["", "## Stacks with problems", ""] + [f"- {n}" for n in notes]
@@ -271,6 +304,7 @@ def html_report(rows: list[dict], outcomes: dict, run: dict, charts: dict[str, l
     body.append(f'<table class="facts">{facts}</table>')
     body.append(f'<div class="note">{html.escape(CO_NOTE)}</div>')
     body.append(f'<div class="note">{html.escape(CLIENT_BOUND_NOTE)}</div>')
+    body += [f'<div class="note">{html.escape(note)}</div>' for note in extra_notes(rows)]
     if any(r.get("noisy_runs") for r in rows):
         body.append(f'<div class="problem">{html.escape(NOISY_NOTE)}</div>')
     for note in stack_notes(outcomes, run):

@@ -13,16 +13,24 @@ from ..stats import summarize
 from ..tools.base import ERROR_KINDS, PERCENTILES, latency_key
 
 LATENCY_KEYS = ["mean", "stdev", *[latency_key(p) for p in PERCENTILES], "max"]
+# Time to first byte over fresh connections (loadtest/ttfb.py): medians over runs.
+TTFB_KEYS = [
+    "ttfb_p50_ms", "ttfb_p90_ms", "ttfb_p99_ms", "ttfb_mean_ms",
+    "ttfb_connect_p50_ms", "ttfb_handshake_p50_ms", "ttfb_wait_p50_ms",
+    "ttfb_connect_mean_ms", "ttfb_handshake_mean_ms", "ttfb_wait_mean_ms",
+]  # fmt: skip
 
 COLUMNS = [
     "stack", "display_name", "ceiling", "scenario", "connections", "tool", "phase",
-    "rate_spec", "rate", "cpu_quota", "runs", "failed_runs",
+    "rate_spec", "rate", "cpu_quota", "server_cores", "cpu_share", "shared_cores", "protocol",
+    "runs", "failed_runs",
     "rps_median", "rps_mid_mean", "rps_cv", "rps_min", "rps_max",
     *[f"latency_{k.replace('.', '_')}_ms" for k in LATENCY_KEYS],
     "requests", *[f"errors_{kind}" for kind in ERROR_KINDS], "errors_total", "error_rate",
     "mb_per_s", "bytes_per_response", "header_bytes", "body_bytes", "server_header",
     "server_cpu_mean_pct", "server_cpu_peak_pct", "rss_peak_mb",
-    "tool_cpu_pct", "client_bound_runs", "noisy_runs", "ceiling_rps", "share_of_ceiling", "problems",
+    "tool_cpu_pct", "client_bound_runs", "noisy_runs", "ceiling_rps", "share_of_ceiling",
+    *TTFB_KEYS, "problems",
 ]  # fmt: skip
 
 
@@ -30,6 +38,7 @@ def group_key(record: dict) -> tuple:
     return (
         record["stack"], record["scenario"], record["connections"], record["tool"],
         record.get("phase", "measure"), record.get("rate_spec", ""), record.get("cpu_quota"),
+        record.get("server_cores"),
     )  # fmt: skip
 
 
@@ -61,9 +70,18 @@ def measurement_rows(records: list[dict]) -> list[dict]:
 def sort_key(row: dict):
     """Closed-loop rows first, then by quota, connections, rate; fastest stack first."""
     return (
-        row["scenario"], bool(row["rate_spec"]), row["tool"], row["cpu_quota"] or 0,
-        row["connections"], row["rate"] or 0, row["ceiling"], -(row["rps_median"] or 0),
+        row["scenario"], bool(row["rate_spec"]), row["tool"], row["server_cores"] or 0,
+        row["cpu_quota"] or 0, row["connections"], row["rate"] or 0, row["ceiling"], -(row["rps_median"] or 0),
     )  # fmt: skip
+
+
+def _protocol(records: list[dict]) -> str:
+    """The protocol the tool negotiated (h2load: h2 or http/1.1), where it says."""
+    for record in records:
+        protocol = record["result"].get("details", {}).get("protocol")
+        if protocol:
+            return protocol
+    return ""
 
 
 def aggregate(group: list[dict]) -> dict:
@@ -82,6 +100,10 @@ def aggregate(group: list[dict]) -> dict:
         "rate_spec": first.get("rate_spec", ""),
         "rate": _round(_median(r.get("rate") for r in ok), 0),
         "cpu_quota": first.get("cpu_quota"),
+        "server_cores": first.get("server_cores"),
+        "cpu_share": first.get("cpu_share"),
+        "shared_cores": bool(first.get("shared_cores")),
+        "protocol": _protocol(ok),
         "runs": len(ok),
         "failed_runs": len(group) - len(ok),
         "rps_median": _round(rps.median, 1),
@@ -122,6 +144,8 @@ def aggregate(group: list[dict]) -> dict:
     row["problems"] = "; ".join(problems)[:300]
     row["ceiling_rps"] = None
     row["share_of_ceiling"] = None
+    for key in TTFB_KEYS:
+        row[key] = _round(_median(r.get(key) for r in ok), 3)
     return row
 
 

@@ -38,6 +38,50 @@ def test_every_output_is_written(report_folder):
         assert expected in charts
 
 
+# A real static-tls-smoke run (HTTPS nginx stand-ins for the static stacks, h2load over
+# HTTP/2, 1 and 2 server cores at 25/65/100% of them, TTFB per case).
+STATIC_FIXTURE = Path(__file__).parent / "fixtures" / "run-static-tls"
+
+
+@pytest.fixture(scope="module")
+def static_folder(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("run") / STATIC_FIXTURE.name
+    folder.mkdir()
+    for name in ("results.jsonl", "run.json"):
+        shutil.copy(STATIC_FIXTURE / name, folder / name)
+    generate(folder)
+    return folder
+
+
+def test_static_tls_charts_of_the_2019_experiment(static_folder):
+    charts = {p.name for p in (static_folder / "charts").glob("*.png")}
+    # Requests/s against CPU quota with a line per core count, the latency
+    # distribution per server and configuration, and time to first byte.
+    for expected in ("rps-share-page.png", "cdf-config-page.png", "ttfb-page.png"):
+        assert expected in charts
+        assert (static_folder / "charts" / expected).stat().st_size > 20_000
+    # The per-quota chart of a single core count stays out of a core sweep.
+    assert "rps-quota-page.png" not in charts
+    page = (static_folder / "report.html").read_text()
+    images = re.findall(r'<img alt="([^"]+)"', page)
+    assert {"rps-share-page", "cdf-config-page", "ttfb-page"} <= set(images)
+    assert "SHARED CORES" in page and "time to first byte" in page.lower()
+
+
+def test_static_tls_summary_has_cores_share_and_ttfb(static_folder):
+    with (static_folder / "summary.csv").open() as handle:
+        rows = list(csv.DictReader(handle))
+    assert {r["server_cores"] for r in rows} == {"1", "2"}
+    assert {r["cpu_share"] for r in rows} == {"0.25", "0.65", "1.0"}
+    assert {r["protocol"] for r in rows} == {"h2"}
+    for row in rows:
+        assert float(row["ttfb_p50_ms"]) <= float(row["ttfb_p90_ms"]) <= float(row["ttfb_p99_ms"])
+        assert float(row["ttfb_handshake_p50_ms"]) > 0
+        assert (row["shared_cores"] == "True") == (row["server_cores"] == "2")
+    keys = [(r["stack"], r["connections"], r["cpu_quota"], r["server_cores"]) for r in rows]
+    assert len(keys) == len(set(keys)) == 2 * 2 * 3 * 2
+
+
 def test_summary_csv_is_tidy(report_folder):
     with (report_folder / "summary.csv").open() as handle:
         rows = list(csv.DictReader(handle))

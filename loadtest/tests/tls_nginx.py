@@ -17,7 +17,10 @@ import subprocess
 import time
 from pathlib import Path
 
+import psutil
+
 from loadtest.calibration import nginx_path
+from loadtest.cgroups import CgroupLimits
 from loadtest.ports import free_port
 from loadtest.tls import self_signed
 
@@ -34,7 +37,7 @@ http {{
     client_body_temp_path {folder}/tmp;
     types {{ text/html html; }}
     default_type text/plain;
-    gzip on;
+    gzip {gzip};
     gzip_types text/html;
     # h2load does not reconnect after an HTTP/2 GOAWAY: no per-connection request limit.
     keepalive_requests {keepalive_requests};
@@ -66,7 +69,8 @@ def page(size: int = 30_000) -> str:
 class TlsNginx:
     def __init__(
         self, folder: Path, cpus: tuple[int, ...] | None = None,
-        keepalive_requests: int = 100_000_000,
+        keepalive_requests: int = 100_000_000, cpu_quota: float | None = None,
+        gzip: bool = True,
     ):  # fmt: skip
         self.folder = folder.resolve()
         (self.folder / "www").mkdir(parents=True, exist_ok=True)
@@ -84,19 +88,25 @@ class TlsNginx:
                 cert=tls.cert,
                 key=tls.key,
                 keepalive_requests=keepalive_requests,
+                gzip="on" if gzip else "off",
                 user="user root;" if os.geteuid() == 0 else "",
             )
         )
         command = [nginx_path(), "-p", str(self.folder), "-c", str(config)]
         if cpus:
             command = ["taskset", "-c", ",".join(map(str, cpus)), *command]
-        self.process = subprocess.Popen(
-            command,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=(self.folder / "nginx.stderr").open("w"),
-            start_new_session=True,
-        )
+        # A CPU quota as the native runner applies it (raises LimitsUnavailable).
+        self.cgroup = CgroupLimits(f"serverlab-test-nginx-{os.getpid()}-{self.port}", cpu_quota)
+        self.cgroup.create()
+        with (self.folder / "nginx.stderr").open("w") as err:
+            self.process = subprocess.Popen(
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=err,
+                start_new_session=True,
+                preexec_fn=self.cgroup.enter if self.cgroup.wanted else None,
+            )
 
     def wait_ready(self, timeout: float = 20.0) -> float:
         started = time.monotonic()
@@ -112,16 +122,35 @@ class TlsNginx:
         raise RuntimeError(f"TLS nginx not ready on {self.port} within {timeout} s")
 
     def pids(self) -> list[int]:
-        return [self.process.pid]
+        with contextlib.suppress(psutil.Error):
+            parent = psutil.Process(self.process.pid)
+            return [parent.pid] + [child.pid for child in parent.children(recursive=True)]
+        return []
 
     def is_alive(self) -> bool:
         return self.process.poll() is None
+
+    def output_tail(self, lines: int = 40) -> str:
+        text = ""
+        for name in ("nginx.stderr", "error.log"):
+            with contextlib.suppress(OSError):
+                text += (self.folder / name).read_text(errors="replace")
+        return "\n".join(text.splitlines()[-lines:])
+
+    def stop(self, timeout: float = 15.0) -> int:
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            return self.process.wait(timeout)
+        finally:
+            self.kill()
 
     def kill(self) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.process.pid, signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.process.wait(5)
+        time.sleep(0.1)  # let the workers go before the cgroup is removed
+        self.cgroup.remove()
 
     def __enter__(self) -> TlsNginx:
         self.wait_ready()
