@@ -112,3 +112,88 @@ def test_estimate_counts_warmups_and_starts():
         + 2 * (k.duration + plan.CASE_OVERHEAD_S)
     )
     assert seconds == pytest.approx(expected)
+
+
+def test_scenarios_follow_the_stacks_contract():
+    k = resolve("quick", env={}, cli={"SEED": "1"})
+    assert "page" in k.scenarios
+    the_plan = build_plan(k, ["api-stack", "static-stack"], {"static-stack": "static"})
+    scenarios = {i.stack: {c.scenario for c in i.cases} for i in the_plan}
+    assert scenarios["static-stack"] == {"page"}
+    assert scenarios["api-stack"] == scenarios["ceiling"] == {"hello", "kb1", "kb10", "kb100",
+                                                              "workday"}  # fmt: skip
+    page = next(c for i in the_plan for c in i.cases if c.scenario == "page")
+    assert page.path == "/" and page.headers == (("Accept-Encoding", "br, gzip"),)
+    notes = plan.contract_notes(k, ["api-stack", "static-stack"], {"static-stack": "static"})
+    assert notes == ["api stacks (api-stack): hello, kb1, kb10, kb100, workday",
+                     "static stacks (static-stack): page"]  # fmt: skip
+
+
+def test_a_stack_without_a_scenario_of_its_contract_is_left_out_and_named():
+    k = knobs(SCENARIOS="hello", SEED=1)
+    the_plan = build_plan(k, ["api-stack", "static-stack"], {"static-stack": "static"})
+    assert {i.stack for i in the_plan} == {"api-stack", "ceiling"}
+    note = plan.contract_notes(k, ["static-stack"], {"static-stack": "static"})[0]
+    assert "static-stack" in note and "NOT measured" in note and "page" in note
+    # Only static stacks: no ceiling either (it serves the api scenarios).
+    only = build_plan(knobs(SCENARIOS="page", SEED=1), ["s"], {"s": "static"})
+    assert [i.stack for i in only] == ["s"]
+
+
+def test_static_tls_2019_profile_expansion():
+    k = resolve("static-tls-2019", env={}, cli={"SEED": "1"})
+    assert k.tool == "h2load" and k.scenarios == ["page"] and k.requests == {"page": 5000}
+    assert k.connections == [1, 3, 5, 7, 9] and k.ttfb == 100 and not k.calibration
+    stacks = ["nginx-static", "nginx-static@stock", "apache-static", "apache-static@stock"]
+    the_plan = build_plan(k, stacks, dict.fromkeys(stacks, "static"))
+    # Per round and stack: 2 core counts x 5 quota shares, one start each.
+    assert len(the_plan) == k.repeat * 4 * 10
+    configs = {(i.cores, i.quota) for i in the_plan if i.stack == "apache-static"}
+    assert configs == {
+        (1, 0.25), (1, 0.35), (1, 0.41), (1, 0.65), (1, None),
+        (2, 0.5), (2, 0.7), (2, 0.82), (2, 1.3), (2, None),
+    }  # fmt: skip
+    cases = [c for i in the_plan for c in i.cases]
+    assert len(cases) == k.repeat * 4 * 10 * 5
+    assert len({c.key for c in cases}) == len(cases)  # the core count is in the key
+    assert all(c.tool == "h2load" and c.cores in (1, 2) for c in cases)
+    # 5000 requests per case at an assumed rate, plus TTFB samples, in the estimate.
+    assert plan.case_seconds(k, cases[0]) > 5000 / plan.ASSUMED_FIXED_RPS
+
+
+def test_static_tls_smoke_is_short():
+    k = resolve("static-tls-smoke", env={}, cli={"SEED": "1"})
+    stacks = ["nginx-static", "apache-static"]
+    the_plan = build_plan(k, stacks, dict.fromkeys(stacks, "static"))
+    assert len(the_plan) == 4 and len({c.connections for i in the_plan for c in i.cases}) == 2
+    assert plan.estimate_seconds(k, the_plan) < 120
+
+
+def test_server_cores_use_the_server_cores_first(monkeypatch):
+    monkeypatch.setattr(plan.os, "sched_getaffinity", lambda pid: {0, 1, 2, 3})
+    k = knobs(SERVER_CPUS="0", CLIENT_CPUS="3", SEED=1)
+    assert plan.server_cpus_for(k, None) == (0,)
+    assert plan.server_cpus_for(k, 1) == (0,)
+    assert plan.server_cpus_for(k, 3) == (0, 1, 2)
+    assert plan.server_cpus_for(k, 4) == (0, 1, 2, 3)  # the client's core last
+
+
+def test_configurations_without_a_core_sweep_keep_absolute_quotas():
+    k = knobs(SERVER_CPU_QUOTA="0.25,1", SEED=1)
+    assert plan.configurations(k) == [(0.25, None), (1.0, None)]
+    swept = knobs(SERVER_CPU_QUOTA="0.25,1", SERVER_CORES="1", SEED=1)
+    assert plan.configurations(swept) == [(0.25, 1), (None, 1)]
+
+
+@pytest.mark.parametrize(
+    "cli",
+    [{"HTTP": "3"}, {"HTTP": "1.1"}, {"TTFB": "-1"}, {"SERVER_CORES": "64"}],
+)
+def test_bad_static_knobs_are_refused(cli):
+    with pytest.raises(KnobError):
+        knobs(**cli)
+
+
+def test_http1_with_h2load_is_accepted():
+    k = knobs(TOOL="h2load", HTTP="1.1", SEED=1)
+    assert k.http == "1.1" and k.tool == "h2load"

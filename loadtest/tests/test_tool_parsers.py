@@ -155,3 +155,12 @@ def test_oha_command_open_loop():
         assert flag in command
     assert command[command.index("-q") + 1] == "5000"
     assert command[command.index("--output-format") + 1] == "json"
+
+
+def test_every_tool_sends_the_scenarios_headers():
+    headers = (("Accept-Encoding", "br, gzip"),)
+    spec = wrk.LoadSpec(url="https://127.0.0.1:1/", connections=2, requests=10, rate=100,
+                        headers=headers)  # fmt: skip
+    for command in (wrk.Wrk().command(spec), oha.Oha().command(spec), ab.Ab().command(spec)):
+        assert command[command.index("-H") + 1] == "Accept-Encoding: br, gzip"
+        assert command[-1] == spec.url
