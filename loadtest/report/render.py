@@ -32,8 +32,9 @@ TTFB_NOTE = (
 H2LOAD_NOTE = (
     "h2load does not verify the server's certificate (it still does the full TLS handshake); "
     "its latency percentiles come from its per-request log. Over HTTP/2 it does not reconnect "
-    "when a server ends a connection at its per-connection request limit (GOAWAY): such "
-    "cases say so in the problems column and count the requests never sent as read errors."
+    "when a server ends a connection at its per-connection request limit (GOAWAY): the harness "
+    "then sends the requests left with further h2load runs over new connections and merges "
+    "them; a timed run cannot be continued and is flagged in the problems column."
 )
 SHARED_NOTE = (
     "SHARED CORES marks a case whose server cores include the load tool's (e.g. 2 server "

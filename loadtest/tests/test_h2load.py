@@ -161,3 +161,23 @@ def test_real_run_against_a_tls_nginx(tmp_path):
     assert (tmp_path / "raw" / "case.requests.tsv.gz").is_file()
     assert not (tmp_path / "raw" / "case.requests.tsv").exists()
     assert result.tool_cpu_s > 0 and result.command[-1] == spec.url
+
+
+@pytest.mark.skipif(shutil.which("h2load") is None, reason="h2load not installed")
+@pytest.mark.parametrize("connections, requests, runs", [(1, 350, 4), (2, 450, 3)])
+def test_reconnects_for_a_server_that_ends_connections(tmp_path, connections, requests, runs):
+    """nginx with keepalive_requests 100: GOAWAY after 100 requests on each connection."""
+    from loadtest.tests.tls_nginx import TlsNginx
+
+    with TlsNginx(tmp_path / "site", keepalive_requests=100) as nginx:
+        spec = LoadSpec(url=nginx.base_url + "/", connections=connections, requests=requests,
+                        headers=PAGE)  # fmt: skip
+        result = get_tool("h2load").run(spec, tmp_path / "raw" / "case")
+    assert result.ok and result.requests == requests
+    assert result.errors_total == 0 and result.problem == ""
+    assert result.details["h2load_runs"] == runs and "never_sent" not in result.details
+    assert any("as a browser reconnects" in note for note in result.notes)
+    assert result.rps == pytest.approx(result.requests / result.duration_s)
+    assert result.latency_ms["min"] <= result.latency_ms["p50"] <= result.latency_ms["max"]
+    assert (tmp_path / "raw" / f"case.run{runs}.stdout").is_file()
+    assert len(list((tmp_path / "raw").glob("*.requests.tsv.gz"))) == runs

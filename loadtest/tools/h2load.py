@@ -23,10 +23,12 @@ import gzip
 import math
 import re
 import shutil
+import statistics
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
-from .base import PERCENTILES, LoadResult, LoadSpec, Tool, latency_key
+from .base import ERROR_KINDS, PERCENTILES, LoadResult, LoadSpec, Tool, latency_key
 
 NOTE_CO = "closed loop: h2load latency is subject to coordinated omission (tail understated)"
 NOTE_LOG = "latency percentiles computed from h2load's per-request log (nearest rank)"
@@ -43,6 +45,13 @@ NOTE_ENDED_EARLY = (
     "the last response came {:.2f} s into a {:.2f} s run: the server closed the connections "
     "(for example at its per-connection request limit) and h2load does not reconnect over h2, "
     "so requests/s is understated"
+)
+# h2load runs for one request count at most, when the server keeps ending connections.
+MAX_RUNS = 20
+NOTE_RECONNECTED = (
+    "the server ended connections (HTTP/2 GOAWAY, e.g. at its per-connection request limit) and "
+    "h2load does not reconnect over h2: the requests left were sent by {} more h2load run(s) "
+    "over new connections, as a browser reconnects; figures merged over the {} runs"
 )
 # A timed run whose responses stop before this share of its duration ended early.
 EARLY_END_SHARE = 0.75
@@ -109,6 +118,34 @@ class H2load(Tool):
         return super().deadline(spec)
 
     def run(self, spec: LoadSpec, raw_prefix: Path) -> LoadResult:
+        """Run h2load; with a request count, reconnect for it when the server ends connections.
+
+        h2load 1.52 does not open a new connection after an HTTP/2 GOAWAY (a
+        server's per-connection request limit): the requests left fail unsent.
+        A browser would reconnect, so the harness runs h2load again for them,
+        over new connections (with their handshakes), up to MAX_RUNS times, and
+        merges the runs into one result (see `merge`).
+        """
+        runs = []
+        remaining = spec.requests
+        for number in range(1, MAX_RUNS + 1):
+            part = spec
+            if spec.requests:
+                part = replace(spec, requests=remaining,
+                               connections=min(spec.connections, remaining))  # fmt: skip
+            prefix = raw_prefix if number == 1 else raw_prefix.with_name(
+                f"{raw_prefix.name}.run{number}")  # fmt: skip
+            runs.append(self._run_once(part, prefix))
+            result = runs[-1][0]
+            lost = result.details.get("never_sent", 0)
+            if not spec.requests or not lost or not result.requests:
+                break
+            remaining = lost
+        if len(runs) == 1:
+            return runs[0][0]
+        return merge([r for r, _ in runs], [log for _, log in runs])
+
+    def _run_once(self, spec: LoadSpec, raw_prefix: Path) -> tuple[LoadResult, str | None]:
         log_file = raw_prefix.with_name(raw_prefix.name + ".requests.tsv")
         log_file.unlink(missing_ok=True)
         command = self.command(spec, log_file)
@@ -120,7 +157,7 @@ class H2load(Tool):
             with log_file.open("rb") as plain, gzip.open(f"{log_file}.gz", "wb") as packed:
                 shutil.copyfileobj(plain, packed)
             log_file.unlink()
-        return self.finish(result, spec, command, code, cpu, wall)
+        return self.finish(result, spec, command, code, cpu, wall), log_text
 
     def parse(self, stdout: str, stderr: str, exit_code: int) -> LoadResult:
         return parse_output(stdout, stderr, exit_code)
@@ -233,6 +270,7 @@ def parse_output(
         # Connections worked, then closed under requests not yet sent.
         read += not_started
         result.problem = NOTE_CLOSED.format(not_started)
+        result.details["never_sent"] = not_started
         not_started = 0
     result.errors = {
         "connect": not_started,
@@ -294,3 +332,53 @@ def parse_output(
     elif exit_code != 0:
         result.problem = f"exit code {exit_code}"
     return result
+
+
+def merge(results: list[LoadResult], logs: list[str | None]) -> LoadResult:
+    """One result from consecutive h2load runs for the same request count.
+
+    Counts, bytes, durations, CPU and wall time add up; requests/s is over the
+    summed durations; the requests a run never sent (its connections closed)
+    were sent by the next run and are no errors; latency comes from the joined
+    per-request logs (else the first run's figures stay).
+    """
+    first, last = results[0], results[-1]
+    merged = LoadResult(tool="h2load", notes=list(first.notes))
+    merged.requests = sum(r.requests for r in results)
+    merged.duration_s = sum(r.duration_s for r in results)
+    merged.bytes_total = sum(r.bytes_total for r in results)
+    if merged.duration_s > 0:
+        merged.rps = merged.requests / merged.duration_s
+        merged.bytes_per_s = merged.bytes_total / merged.duration_s
+    merged.errors = {kind: sum(r.errors.get(kind, 0) for r in results) for kind in ERROR_KINDS}
+    merged.errors["read"] -= sum(r.details.get("never_sent", 0) for r in results[:-1])
+    for result in results:
+        for code, count in result.status_counts.items():
+            merged.status_counts[code] = merged.status_counts.get(code, 0) + count
+    merged.details = dict(first.details)
+    merged.details.pop("never_sent", None)
+    for key in ("header_bytes", "body_bytes"):
+        merged.details[key] = sum(r.details.get(key, 0) for r in results)
+    merged.details["h2load_runs"] = len(results)
+    if "never_sent" in last.details:
+        merged.details["never_sent"] = last.details["never_sent"]
+    merged.notes.append(NOTE_RECONNECTED.format(len(results) - 1, len(results)))
+    merged.problem = last.problem
+    latencies = sorted(ms for log in logs if log for ms in parse_log(log)[0])
+    if all(logs) and latencies:
+        merged.latency_ms = {
+            "mean": statistics.fmean(latencies),
+            "stdev": statistics.stdev(latencies) if len(latencies) > 1 else 0.0,
+            "min": latencies[0],
+            "max": latencies[-1],
+            **{latency_key(p): nearest_rank(latencies, p) for p in PERCENTILES},
+        }
+        merged.latency_curve = [[p, nearest_rank(latencies, p)] for p in CURVE_POINTS]
+    else:
+        merged.latency_ms, merged.latency_curve = first.latency_ms, first.latency_curve
+    merged.ok = all(r.ok for r in results)
+    merged.command = first.command
+    merged.exit_code = next((r.exit_code for r in results if r.exit_code), 0)
+    merged.tool_cpu_s = sum(r.tool_cpu_s for r in results)
+    merged.wall_s = sum(r.wall_s for r in results)
+    return merged
