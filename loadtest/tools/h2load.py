@@ -14,7 +14,9 @@ request: start in microseconds since the epoch, status, microseconds until
 the end of the response; status -1 for a failed stream) and computes the
 percentiles and the latency curve from it (nearest rank over the successful
 requests). h2load is closed loop like wrk: its latency is subject to
-coordinated omission.
+coordinated omission. Over HTTP/2 it does not reconnect when a server ends a
+connection (GOAWAY); with a request count the harness sends what was left
+with further runs (`H2load.run`).
 """
 
 from __future__ import annotations
@@ -34,8 +36,8 @@ NOTE_CO = "closed loop: h2load latency is subject to coordinated omission (tail 
 NOTE_LOG = "latency percentiles computed from h2load's per-request log (nearest rank)"
 NOTE_NO_LOG = "no per-request log: latency has h2load's min/max/mean/sd only, no percentiles"
 NOTE_NOT_STARTED = (
-    "requests that never started (connection refused, failed handshake, or their "
-    "connection closed under them) are counted as connect errors"
+    "requests never sent because no connection worked (refused, failed handshake, or "
+    "timed out before any answer) are counted as connect errors"
 )
 NOTE_CLOSED = (
     "{} request(s) never sent: the server closed connections under them (for example "
@@ -64,7 +66,6 @@ CURVE_POINTS = (
 )
 TIMED_RUN = "Timing-based test"
 UNITS_MS = {"us": 1e-3, "ms": 1.0, "s": 1000.0}
-UNITS_BYTES = {"B": 1, "KB": 1024, "MB": 1024**2, "GB": 1024**3}
 # The rows of h2load's timing table and the names they get in `details`.
 TIMING_ROWS = {
     "time for request": "request_ms",
