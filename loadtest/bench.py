@@ -325,13 +325,17 @@ class Bench:
         )
         for note in plan.contract_notes(k, stacks, self.contracts):
             self.console.print(f"  {escape(note)}")
+        extra = []
+        if k.tool in ("ab", "h2load") and k.requests:
+            counts = ", ".join(f"{s}={n}" for s, n in k.requests.items())
+            extra.append(f"requests per run (instead of the duration): {counts}")
         if k.server_cores:
-            self.console.print(
-                f"  server cores: {', '.join(map(str, k.server_cores))} (each quota is per core)"
-                + (f"; TTFB: {k.ttfb} fresh connections per case" if k.ttfb else "")
-            )
-        elif k.ttfb:
-            self.console.print(f"  TTFB: {k.ttfb} fresh connections per case")
+            extra.append(f"server cores: {', '.join(map(str, k.server_cores))} "
+                         "(each quota is a share of them)")  # fmt: skip
+        if k.ttfb:
+            extra.append(f"TTFB: {k.ttfb} fresh connections per case")
+        if extra:
+            self.console.print("  " + "; ".join(extra))
         self.console.print(
             f"  plan: {cases} measurements in {len(todo)} server starts; "
             f"estimated [bold]{_minutes(estimate)}[/] (builds not included)"
