@@ -36,8 +36,8 @@ NOTE_CO = "closed loop: h2load latency is subject to coordinated omission (tail 
 NOTE_LOG = "latency percentiles computed from h2load's per-request log (nearest rank)"
 NOTE_NO_LOG = "no per-request log: latency has h2load's min/max/mean/sd only, no percentiles"
 NOTE_NOT_STARTED = (
-    "requests never sent because no connection worked (refused, failed handshake, or "
-    "timed out before any answer) are counted as connect errors"
+    "no request went out (connection refused or failed handshake): every request is counted "
+    "as a connect error"
 )
 NOTE_CLOSED = (
     "{} request(s) never sent: the server closed connections under them (for example "
@@ -266,22 +266,26 @@ def parse_output(
     else:
         # Started but neither answered nor timed out: reset or cut off mid-response.
         read = unanswered
+    # Requests never sent take the kind of what ended their connection.
     not_started = max(0, errored - timeout - read)
-    if done and not_started:
+    connect = 0
+    if not_started and not started:
+        connect = not_started  # not one request went out: no connection worked
+        result.notes.append(NOTE_NOT_STARTED)
+    elif not_started and timeout and not done:
+        timeout += not_started  # their connections timed out waiting for an answer
+    elif not_started:
         # Connections worked, then closed under requests not yet sent.
         read += not_started
         result.problem = NOTE_CLOSED.format(not_started)
         result.details["never_sent"] = not_started
-        not_started = 0
     result.errors = {
-        "connect": not_started,
+        "connect": connect,
         "read": read,
         "write": 0,
         "timeout": timeout,
         "non2xx": non2xx,
     }
-    if not_started:
-        result.notes.append(NOTE_NOT_STARTED)
     traffic = re.search(
         r"^traffic: \S+ \((\d+)\) total, \S+ \((\d+)\) headers \(space savings ([\d.]+)%\), "
         r"\S+ \((\d+)\) data",
