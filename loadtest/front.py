@@ -147,14 +147,6 @@ def render(
     return text
 
 
-def _reachable_by_workers(folder: Path) -> bool:
-    """Whether an unprivileged worker can enter `folder` (every parent searchable)."""
-    for path in (folder, *folder.parents):
-        if not path.stat().st_mode & 0o001:
-            return False
-    return True
-
-
 class Front:
     """One front process (nginx or Apache httpd) proxying to `upstream` (host:port)."""
 
@@ -177,14 +169,6 @@ class Front:
         self.tls_cert = tls_files.cert
         self.folder = folder.resolve()
         self.folder.mkdir(parents=True, exist_ok=True)
-        if worker_user() and not _reachable_by_workers(self.folder):
-            raise StepError(
-                f"front-{kind}",
-                "start",
-                f"{self.folder}: a parent folder is not searchable by others, so the "
-                f"{kind} workers (user {worker_user()[0]}) cannot use their temp files "
-                "there; use a folder under a world-searchable path",
-            )
         self.config_text = render(
             kind,
             folder=self.folder,

@@ -17,7 +17,6 @@ import socket
 import ssl
 import subprocess
 import sys
-import tempfile
 import textwrap
 import time
 import uuid
@@ -60,12 +59,12 @@ REFERENCE_STACK = textwrap.dedent(
 
 
 @pytest.fixture(scope="module")
-def folder():
-    """A world-searchable folder: as root, the fronts' workers run as www-data."""
-    path = Path(tempfile.mkdtemp(prefix="serverlab-front-test-"))
-    path.chmod(0o755)
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
+def folder(tmp_path_factory):
+    """A private folder (0700): as root, the fronts' workers (www-data) cannot
+    enter it, and must not need to."""
+    path = tmp_path_factory.mktemp("front")
+    path.chmod(0o700)
+    return path
 
 
 @pytest.fixture(scope="module")
@@ -401,3 +400,23 @@ def test_bench_measures_through_the_front_and_keeps_its_config(kind, reference_s
         assert record["server"]["cpu_mean_pct"] is not None
     kb100 = next(r for r in measured if r["scenario"] == "kb100")
     assert kb100["response"]["body_bytes"] == 100_000
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_large_request_body_reaches_the_stack_without_temp_files(
+    kind, counted_reference, folder, tls_files
+):
+    # The run's folder is private (0700) and the workers may be www-data: a
+    # 500 KB body must still be passed on in memory and get the stack's 405.
+    proxy = started_front(kind, counted_reference, folder, tls_files)
+    try:
+        context = ssl.create_default_context(cafile=str(tls_files.cert))
+        connection = http.client.HTTPSConnection("127.0.0.1", proxy.port, context=context)
+        connection.request("POST", "/workday", body=b"x" * 500_000)
+        response = connection.getresponse()
+        response.read()
+        connection.close()
+        assert response.status == 405 and response.getheader("Allow") == "GET, HEAD"
+        assert "Permission denied" not in proxy.output_tail()
+    finally:
+        proxy.stop()
