@@ -322,6 +322,7 @@ class Bench:
             f"seed {k.seed}; server cores {_cpus(k.server_cpus)}, client cores "
             f"{_cpus(k.client_cpus)}; CPU quota {quota}; memory {k.server_memory or 'no limit'}"
             f"; runner {k.runner}; priority {self.priority or 'normal'}"
+            + (f"; TLS front {k.front} ({front.version(k.front)})" if k.front != "none" else "")
         )
         for note in plan.contract_notes(k, stacks, self.contracts):
             self.console.print(f"  {escape(note)}")

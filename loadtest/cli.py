@@ -70,6 +70,8 @@ def cmd_check(args: argparse.Namespace) -> int:
         print(f"check: {refusal}", file=sys.stderr)
         return 2
     runner = front.wrap(get_runner(args.runner), args.front, front.DEFAULT_FOLDER)
+    if args.front != "none":
+        print(f"every stack behind a TLS + HTTP/2 front: {front.version(args.front)}")
     return check_all(runner, stacks)
 
 
