@@ -522,11 +522,11 @@ class Bench:
             raise_priority(server.pids(), self.priority)
 
     def verify(self, stack: str, server, ready_s: float) -> None:
-        from .check import run_conformance
+        from .check import run_conformance, server_cert
 
         manifest = self.manifests[stack]
         self.progress.update(self.task, description=f"{stack} verify")
-        report = run_conformance(manifest, server.base_url, front.checker_args(server))
+        report = run_conformance(manifest, server.base_url, tls_cert=server_cert(server))
         failures = [
             f"{c['id']}: {c.get('detail', '')}" for c in report.get("checks", []) if not c.get("ok")
         ]

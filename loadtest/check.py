@@ -16,7 +16,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from .errors import StepError
-from .front import checker_args
 from .manifest import REPO_ROOT, Manifest
 from .runner import Limits, Runner
 
@@ -54,6 +53,11 @@ def conformance_command(
     if tls_cert is not None:
         command += ["--tls", str(tls_cert)]
     return [*command, "--json", *extra_args]
+
+
+def server_cert(server) -> Path | None:
+    """The certificate to trust for an HTTPS server (a tls stack or a TLS front), else None."""
+    return getattr(server, "tls_cert", None)
 
 
 def run_conformance(
@@ -119,7 +123,7 @@ def check_stack(runner: Runner, manifest: Manifest, log=print) -> CheckOutcome:
         server = runner.start(manifest, Limits())
         outcome.ready_s = server.wait_ready(READY_TIMEOUT_S)
         log(f"[{manifest.name}] ready in {outcome.ready_s:.1f} s on {server.base_url}")
-        report = run_conformance(manifest, server.base_url, checker_args(server))
+        report = run_conformance(manifest, server.base_url, tls_cert=server_cert(server))
         outcome.passed, outcome.failed = report["passed"], report["failed"]
         outcome.known = report["known_failures"]
         outcome.failures = [

@@ -398,10 +398,4 @@ def wrap(runner: Runner, kind: str, folder: Path, tls_folder: Path = tls.DEFAULT
     return FrontedRunner(runner, kind, folder, tls_folder)
 
 
-def checker_args(server) -> tuple[str, ...]:
-    """The conformance checker's --tls option for an HTTPS server, else nothing."""
-    cert = getattr(server, "tls_cert", None)
-    return ("--tls", str(cert)) if cert else ()
-
-
 DEFAULT_FOLDER = REPO_ROOT / ".build" / "front"
