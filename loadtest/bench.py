@@ -840,7 +840,7 @@ def stack_contracts(stacks: list[str]) -> dict[str, str]:
     contracts = {}
     for name in stacks:
         try:
-            contracts[name] = getattr(load(name), "contract", "api")
+            contracts[name] = load(name).contract
         except ManifestError:
             contracts[name] = "api"
     return contracts

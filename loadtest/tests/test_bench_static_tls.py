@@ -35,7 +35,8 @@ bench.stack_contracts = lambda stacks: {s: "static" for s in stacks}
 
 def prepare(self, stacks, run_info):
     for name in stacks:
-        self.manifests[name] = types.SimpleNamespace(display_name=name + " (test nginx)")
+        label = name + " (test nginx)"
+        self.manifests[name] = types.SimpleNamespace(display_name=label, label=label)
         self.record_stack(name, "build", "ok", "stand-in")
 
 def verify(self, stack, server, ready_s):
