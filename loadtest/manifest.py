@@ -6,13 +6,17 @@ every runner and report reads it through this module.
 
 from __future__ import annotations
 
+import os
 import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-SERVERS_DIR = REPO_ROOT / "servers"
+REPO_SERVERS_DIR = REPO_ROOT / "servers"
+# For tests and experiments: another folder of stacks (<dir>/<name>/server.toml).
+# `servers/_shared` stays the repository's own.
+SERVERS_DIR = Path(os.environ.get("SERVERLAB_SERVERS_DIR") or REPO_SERVERS_DIR)
 CALENDAR_FILE = REPO_ROOT / "contracts" / "calendar" / "xshg-non-trading-weekdays.txt"
 
 CONCURRENCY_KINDS = ("processes", "threads", "event-loops", "goroutines", "greenlets")

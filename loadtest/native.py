@@ -21,13 +21,13 @@ from pathlib import Path
 
 from .cgroups import CgroupLimits, LimitsUnavailable
 from .errors import StepError
-from .manifest import CALENDAR_FILE, REPO_ROOT, SERVERS_DIR, Manifest
+from .manifest import CALENDAR_FILE, REPO_ROOT, REPO_SERVERS_DIR, Manifest
 from .ports import port_in_use
 from .runner import Limits
 from .tls import DEFAULT_FOLDER as DEFAULT_TLS_FOLDER
 from .tls import TlsFiles, self_signed
 
-SHARED_DIR = SERVERS_DIR / "_shared"
+SHARED_DIR = REPO_SERVERS_DIR / "_shared"
 STATIC_SITE_DIR = REPO_ROOT / "contracts" / "static"
 # Generated folders that must not trigger a rebuild.
 IGNORED_DIRS = {"target", "__pycache__", ".pytest_cache", "node_modules", "bin", "obj"}

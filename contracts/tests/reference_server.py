@@ -333,10 +333,12 @@ class ReferenceServer:
         calendar: Path = CALENDAR,
         variations=(),
         tls: tuple | None = None,
+        port: int = 0,
+        host: str = "127.0.0.1",
     ) -> None:
-        """`tls` = (certificate file, key file) serves HTTPS instead of HTTP."""
+        """`tls` = (certificate file, key file) serves HTTPS instead of HTTP; port 0: a free one."""
         self.contract = Contract(display_name, set(breaks), calendar, set(variations))
-        self.httpd = _HTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = _HTTPServer((host, port), Handler)
         self.httpd.contract = self.contract
         self.scheme = "http"
         if tls is not None:
@@ -367,3 +369,38 @@ class ReferenceServer:
 
     def __exit__(self, *exc_info: object) -> None:
         self.stop()
+
+
+def main(argv: list[str]) -> int:
+    """Serve in the foreground on $HOST:$PORT until SIGTERM or SIGINT (a stand-in stack).
+
+    `python -m contracts.tests.reference_server "Display Name" [break ...]`: the
+    harness's own tests run it as a stack from a throw-away manifest.
+    """
+    import os
+    import signal
+
+    display_name = argv[0] if argv else "Reference"
+    server = ReferenceServer(
+        display_name,
+        breaks=argv[1:],
+        calendar=Path(os.environ.get("WORKDAY_CALENDAR", CALENDAR)),
+        port=int(os.environ.get("PORT", "0")),
+        host=os.environ.get("HOST", "127.0.0.1"),
+    )
+
+    def stop(signum, frame):
+        raise SystemExit(0)
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    print(f"reference server on {server.url}", flush=True)
+    try:
+        server.httpd.serve_forever(poll_interval=0.05)
+    finally:
+        server.httpd.server_close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
