@@ -622,10 +622,17 @@ class Bench:
             result = tool.run(spec, self.folder / "raw" / _raw_name(case, self.seq))
         finally:
             usage = sampler.stop()
+        alive = server.is_alive()
         cores = tool.usable_cores(spec)
         share = tool_cpu_share(result.tool_cpu_s, result.wall_s, cores)
         bound = client_bound(result.tool_cpu_s, result.wall_s, cores)
-        ok = result.ok and result.requests > 0
+        # A case cut short by the server's death measured the crash, not the stack:
+        # kept for the record, never counted (and measured again by --resume).
+        ok = result.ok and result.requests > 0 and alive
+        if not alive:
+            result.problem = "; ".join(
+                p for p in ("server exited during the case", result.problem) if p
+            )
         shared = bool(set(cpus) & set(k.client_cpus))
         tool_used = result.tool_cpu_s / result.wall_s if result.wall_s else 0
         foreign = foreign_load(usage, tool_used, k, cpus)
@@ -674,7 +681,7 @@ class Bench:
             "foreign_load_pct": foreign,
             "noisy": any(v is not None and v > NOISY_FOREIGN_PCT for v in foreign.values()),
             "response": self.response_bytes.get((case.stack, case.scenario)),
-            "server_alive_after": server.is_alive(),
+            "server_alive_after": alive,
             **first_byte,
         }
         self.writer.write(record)
