@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import os
@@ -55,11 +56,22 @@ class ResultsWriter:
         _trim_torn_tail(self._fd)
 
     def write(self, record: dict) -> None:
+        """Append one record durably; raises OSError naming the file (full disk, read-only).
+
+        A write that fails half-way (a full disk takes what fits) is cut back
+        off, so the file still ends with the last complete record.
+        """
         line = (json.dumps(record, sort_keys=True, default=str) + "\n").encode()
-        written = os.write(self._fd, line)
-        while written < len(line):  # a short write is rare but legal
-            written += os.write(self._fd, line[written:])
-        os.fsync(self._fd)
+        size = os.fstat(self._fd).st_size
+        try:
+            written = os.write(self._fd, line)
+            while written < len(line):  # a short write is rare but legal
+                written += os.write(self._fd, line[written:])
+            os.fsync(self._fd)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fd, size)
+            raise OSError(exc.errno, exc.strerror, str(self.path)) from exc
 
     def close(self) -> None:
         if self._fd >= 0:
@@ -106,13 +118,19 @@ def read_records(path: Path) -> list[dict]:
 
 
 def write_json_atomic(path: Path, data: dict) -> None:
+    """Replace `path` whole or not at all (a full disk leaves the old file and no temporary)."""
     tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w") as handle:
-        json.dump(data, handle, indent=2, sort_keys=True, default=str)
-        handle.write("\n")
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
+    try:
+        with tmp.open("w") as handle:
+            json.dump(data, handle, indent=2, sort_keys=True, default=str)
+            handle.write("\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise OSError(exc.errno, exc.strerror, str(exc.filename or path)) from exc
 
 
 def _run(command: list[str]) -> str:
