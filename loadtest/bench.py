@@ -123,6 +123,7 @@ class Bench:
         self.done: set[str] = set()
         self.seq = 0
         self.interrupted = False
+        self.write_failed: WriteFailed | None = None
         self.writer: ResultsWriter | None = None
         self.run_info: dict | None = None
         self.progress: Progress | None = None
@@ -272,36 +273,66 @@ class Bench:
         self.print_plan(stacks, the_plan)
         if dry_run:
             return 0
-        self.folder.mkdir(parents=True, exist_ok=True)
         run_file = self.folder / RUN_FILE
-        if self.resume:
-            run_info = json.loads(run_file.read_text())
-            run_info.setdefault("resumed_at", []).append(
-                dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            if self.resume:
+                run_info = json.loads(run_file.read_text())
+                run_info.setdefault("resumed_at", []).append(
+                    dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+                )
+            else:
+                run_info = self.provenance(stacks)
+            write_json_atomic(run_file, run_info)
+            self.writer = ResultsWriter(self.folder / RESULTS_FILE)
+        except OSError as exc:
+            self.console.print(
+                f"[bold red]✗ {escape(str(WriteFailed(None, exc)))}; nothing was built or measured[/]"
             )
-        else:
-            run_info = self.provenance(stacks)
+            return 2
         self.run_info = run_info
-        write_json_atomic(run_file, run_info)
-        self.writer = ResultsWriter(self.folder / RESULTS_FILE)
         previous_handler = signal.signal(signal.SIGTERM, _raise_interrupt)
         try:
             self.prepare(stacks, run_info)
-            write_json_atomic(run_file, run_info)
+            self.write_run_info(run_file, run_info)
             self.measure(the_plan)
         except KeyboardInterrupt:
             self.interrupted = True
             self.console.print(
                 "[bold yellow]interrupted: keeping every measurement so far, writing the summary[/]"
             )
+        except WriteFailed as exc:
+            # Every later record would fail the same way: stop, keep what is on disk.
+            self.write_failed = exc
+            self.console.print(
+                f"[bold red]✗ {escape(str(exc))}[/]\n[red]the run stops here; every record "
+                f"written before is intact in {escape(str(self.folder / RESULTS_FILE))}; "
+                f"free space (or make the folder writable) and continue with --resume "
+                f"{escape(str(self.folder))}[/]"
+            )
         finally:
             signal.signal(signal.SIGTERM, previous_handler)
             self.writer.close()
-            run_info["status"] = "interrupted" if self.interrupted else "complete"
+            if self.interrupted:
+                run_info["status"] = "interrupted"
+            elif self.write_failed:
+                run_info["status"] = "stopped: results could not be written"
+            else:
+                run_info["status"] = "complete"
             run_info["finished_at"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
             run_info["failed_stacks"] = self.failed
-            write_json_atomic(run_file, run_info)
+            self.write_run_info(run_file, run_info)
         return self.finish()
+
+    def write_run_info(self, run_file: Path, run_info: dict) -> None:
+        """Rewrite run.json; when the disk refuses, say so once (results.jsonl has the data)."""
+        try:
+            write_json_atomic(run_file, run_info)
+        except OSError as exc:
+            if not self.write_failed:
+                self.write_failed = WriteFailed(None, exc)
+            self.console.print(f"[red]✗ {escape(str(WriteFailed(None, exc)))}: "
+                               f"{RUN_FILE} keeps its earlier content[/]")  # fmt: skip
 
     def print_plan(self, stacks: list[str], the_plan: list[Instance]) -> None:
         k = self.knobs
@@ -368,6 +399,7 @@ class Bench:
         self.console.print(f"  resume: {len(self.done)} measurement(s) already in {self.folder}")
 
     def record_stack(self, stack: str, step: str, status: str, message: str = "", **extra) -> None:
+        """Append a stack record; raises WriteFailed when results.jsonl cannot take it."""
         self.seq += 1
         record = {
             "kind": "stack",
@@ -380,7 +412,10 @@ class Bench:
             "at": _now(),
             **extra,
         }
-        self.writer.write(record)
+        try:
+            self.writer.write(record)
+        except OSError as exc:
+            raise WriteFailed(stack, exc) from exc
 
     def fail(self, exc: StepError, repetition: int | None = None) -> None:
         self.failed[exc.stack] = f"{exc.step}: {exc.message}"
@@ -477,13 +512,17 @@ class Bench:
         label += f" {instance.cores} core(s)" if instance.cores else ""
         self.progress.update(self.task, description=f"{label} r{instance.repetition}")
         server = None
+        step = "start"  # named in the message of an unexpected OSError
         try:
             server = self.start_server(instance)
+            step = "wait-ready"
             ready = server.wait_ready(READY_TIMEOUT_S)
             self.prioritize(server)
             self.record_front(stack, server)
             if stack != calibration.NAME and stack not in self.verified:
+                step = "verify"
                 self.verify(stack, server, ready)
+            step = "load"
             self.measure_response_bytes(stack, server, instance)
             current_scenario = None
             for case in instance.cases:
@@ -498,6 +537,7 @@ class Bench:
                         server.output_tail(),
                     )  # fmt: skip
                 time.sleep(PAUSE_BETWEEN_CASES_S)
+            step = "stop"
             code = server.stop(STOP_TIMEOUT_S)
             server = None
             self.record_stack(stack, "stop", "ok", f"exit code {code}",
@@ -513,9 +553,21 @@ class Bench:
                 self.say(f"[yellow]! {escape(exc.explain())}[/]")
             else:
                 self.fail(exc, instance.repetition)
+        except OSError as exc:
+            if self.in_results(exc):  # a full disk or a read-only folder: the run stops
+                raise WriteFailed(stack, exc) from exc
+            self.fail(StepError(stack, step, str(exc)), instance.repetition)
         finally:
             if server is not None:
                 server.kill()
+
+    def in_results(self, exc: OSError) -> bool:
+        """Did this error come from writing into the results folder?"""
+        if not exc.filename:
+            return False
+        with contextlib.suppress(OSError, ValueError):
+            return Path(os.fsdecode(exc.filename)).resolve().is_relative_to(self.folder.resolve())
+        return False
 
     def prioritize(self, server) -> None:
         if self.priority:
@@ -777,9 +829,22 @@ class Bench:
             table.add_row(escape(name), *cells)
         self.console.print(table)
 
+    def list_failed(self) -> None:
+        if self.failed:
+            self.console.print("[bold yellow]stacks not (fully) benchmarked:[/]")
+            for stack, why in sorted(self.failed.items()):
+                self.console.print(escape(f"  {stack}: {why}"))
+
     def finish(self) -> int:
         from .report import generate
 
+        if self.write_failed:
+            # The folder takes no more files: no report now, the numbers are safe.
+            self.print_summary()
+            self.list_failed()
+            self.console.print(f"[red]no report written (the results folder cannot be written); "
+                               f"later: make report RUN={self.run_id}[/]")  # fmt: skip
+            return 130 if self.interrupted else 1
         try:
             outputs = generate(self.folder)
         except KeyboardInterrupt:
@@ -793,16 +858,26 @@ class Bench:
         self.console.print(f"\n[bold]results:[/] {escape(str(self.folder))}")
         for path in outputs:
             self.console.print(f"  {path.relative_to(self.folder)}")
-        if self.failed:
-            self.console.print("[bold yellow]stacks not (fully) benchmarked:[/]")
-            for stack, why in sorted(self.failed.items()):
-                self.console.print(escape(f"  {stack}: {why}"))
+        self.list_failed()
         if self.interrupted:
             return 130
         # Skipped stacks (toolchain missing here) are listed but do not fail the run;
         # a stack that failed a step does, after everything else was measured.
         failed = [s for s, why in self.failed.items() if not why.startswith("skipped")]
         return 1 if failed else 0
+
+
+class WriteFailed(Exception):
+    """results.jsonl, run.json or a raw output could not be written (full disk, read-only)."""
+
+    def __init__(self, stack: str | None, error: OSError) -> None:
+        where = f"[{stack}] " if stack else ""
+        why = error.strerror or str(error)
+        super().__init__(
+            f"{where}writing results failed: {why} ({os.fsdecode(error.filename or '')})"
+        )
+        self.stack = stack
+        self.error = error
 
 
 def foreign_load(usage, tool_cores_used: float, knobs: Knobs, server_cpus=None) -> dict:
