@@ -1,0 +1,496 @@
+"""Harness fault tolerance: the real bench against small real stacks that fail on purpose.
+
+Every test runs `python -m loadtest bench` as a subprocess with
+SERVERLAB_SERVERS_DIR pointing at a throw-away folder of tiny manifests.
+Their `run` starts the contract's reference server
+(contracts/tests/reference_server.py), which passes the conformance
+checker, so a healthy stand-in is verified and measured like any stack;
+the faulty ones break one step each (build, start, readiness, a kill under
+load, ...). For each fault the tests prove: the message names the stack and
+the step, every record already measured is intact in results.jsonl,
+run.json is written, the exit code is non-zero, no server is left running,
+and the run goes on with the other stacks where that makes sense.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+import uuid
+from pathlib import Path
+
+import psutil
+import pytest
+
+from loadtest import calibration
+from loadtest.manifest import REPO_ROOT
+from loadtest.ports import free_port, port_in_use
+from loadtest.results import read_records
+
+pytestmark = pytest.mark.skipif(
+    calibration.nginx_path() is None or shutil.which("wrk") is None,
+    reason="!!! nginx or wrk NOT INSTALLED: bench fault tolerance not exercised (make bootstrap) !!!",
+)
+
+# Every knob the environment could carry into the bench (make exports them).
+KNOB_ENV = ("SERVERS", "SCENARIOS", "CONNECTIONS", "DURATION", "WARMUP", "REPEAT", "SERVER_CPUS",
+            "CLIENT_CPUS", "SERVER_CPU_QUOTA", "SERVER_MEMORY", "RATE", "TOOL", "SEED", "RUNNER",
+            "TIMEOUT", "PRIORITY", "PROFILE")  # fmt: skip
+# A short run: one scenario, one connection level, no warm-up.
+SHORT = ["--profile", "smoke", "--scenarios", "hello", "--connections", "4", "--warmup", "0",
+         "--seed", "11"]  # fmt: skip
+# The reference server, started the way a stack's `run` starts its server; the
+# shell's pid (the process group of the stack) goes to $BUILD_DIR/pgid.
+REFERENCE_RUN = (
+    'echo $$ > "$BUILD_DIR/pgid"; cd "$REPO_ROOT"; '
+    'exec {python} -m contracts.tests.reference_server "{display_name}"'
+)
+
+
+class Stacks:
+    """A folder of stand-in stacks; each gets a unique name, port and display name."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.token = uuid.uuid4().hex[:6]
+        self.ports: dict[str, int] = {}
+        self.display: dict[str, str] = {}
+
+    def add(self, role: str, build: str = "true", run: str = REFERENCE_RUN) -> str:
+        name = f"fault-{role}-{self.token}"
+        display_name = f"Fault {role} {self.token}"
+        port = free_port()
+        folder = self.root / name
+        folder.mkdir(parents=True)
+        run = run.format(python=sys.executable, display_name=display_name)
+        (folder / "server.toml").write_text(
+            textwrap.dedent(
+                f"""\
+                display_name = {json.dumps(display_name)}
+                language = "Python"
+                framework = "http.server"
+                framework_version = "3.11"
+                runtime = "CPython"
+                runtime_version = "3.11"
+                port = {port}
+
+                [concurrency]
+                kind = "threads"
+                default_workers = "cpus"
+                workers = "one thread per connection (the reference server)"
+
+                [native]
+                requires = ["bash"]
+                apt = []
+                version = "python3 --version"
+                build = {json.dumps(build)}
+                run = {json.dumps(run)}
+
+                [docker]
+                dockerfile = "Dockerfile"
+
+                [[tuning]]
+                setting = "none"
+                why = "a stand-in for the harness's fault tests"
+                """
+            )
+        )
+        self.ports[name] = port
+        self.display[name] = display_name
+        return name
+
+    def build_dir(self, name: str) -> Path:
+        return REPO_ROOT / ".build" / name
+
+    def pgid(self, name: str, timeout: float = 30) -> int:
+        path = self.build_dir(name) / "pgid"
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if path.is_file() and path.read_text().strip():
+                return int(path.read_text())
+            time.sleep(0.05)
+        raise AssertionError(f"{name} never started")
+
+    def leftovers(self) -> list[str]:
+        """Processes of these stacks still running, or their ports taken: the tests allow none."""
+        found = [f"port {port} in use" for port in self.ports.values() if port_in_use(port)]
+        for process in psutil.process_iter(["pid", "cmdline"]):
+            cmdline = " ".join(process.info["cmdline"] or [])
+            if self.token in cmdline:
+                found.append(f"{process.info['pid']}: {cmdline}")
+        return found
+
+    def clean(self) -> None:
+        for process in psutil.process_iter(["cmdline"]):
+            if self.token in " ".join(process.info["cmdline"] or []):
+                with contextlib.suppress(psutil.Error):
+                    process.kill()
+        for name in self.ports:
+            shutil.rmtree(self.build_dir(name), ignore_errors=True)
+
+
+@pytest.fixture
+def stacks(tmp_path):
+    made = Stacks(tmp_path / "servers")
+    yield made
+    made.clean()
+
+
+def bench_env(stacks: Stacks, path: str | None = None) -> dict:
+    env = {k: v for k, v in os.environ.items() if k not in KNOB_ENV}
+    env.update(SERVERLAB_SERVERS_DIR=str(stacks.root), PYTHONUNBUFFERED="1", COLUMNS="200")
+    if path is not None:
+        env["PATH"] = path
+    return env
+
+
+def bench_command(results: Path, servers: list[str], *args: str, prelude: str = "") -> list[str]:
+    if prelude:  # the same entry point, with a constant changed first
+        head = [sys.executable, "-c",
+                f"import sys\n{prelude}\nfrom loadtest.cli import main\nsys.exit(main(sys.argv[1:]))"]  # fmt: skip
+    else:
+        head = [sys.executable, "-m", "loadtest"]
+    return [*head, "bench", "--results-dir", str(results), "--servers", ",".join(servers),
+            *SHORT, *args]  # fmt: skip
+
+
+def run_bench(stacks, results, servers, *args, prelude="", path=None, timeout=60):
+    return subprocess.run(
+        bench_command(results, servers, *args, prelude=prelude),
+        cwd=REPO_ROOT, env=bench_env(stacks, path), capture_output=True, text=True,
+        timeout=timeout,
+    )  # fmt: skip
+
+
+def start_bench(stacks, results, servers, *args) -> subprocess.Popen:
+    return subprocess.Popen(
+        bench_command(results, servers, *args), cwd=REPO_ROOT, env=bench_env(stacks),
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+
+
+def read_until(process: subprocess.Popen, *needles: str, timeout: float = 30) -> str:
+    """Bench output up to the first line containing every needle (the bench keeps running)."""
+    seen = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        line = process.stdout.readline()
+        if not line:
+            break
+        seen.append(line)
+        if all(needle in line for needle in needles):
+            return "".join(seen)
+    process.kill()
+    raise AssertionError(f"never saw {needles!r} in:\n{''.join(seen)}")
+
+
+def only_run(results: Path) -> Path:
+    runs = [p for p in results.iterdir() if p.is_dir()]
+    assert len(runs) == 1, runs
+    return runs[0]
+
+
+def measurements(folder: Path, stack: str | None = None) -> list[dict]:
+    return [
+        r for r in read_records(folder / "results.jsonl")
+        if r["kind"] == "measurement" and (stack is None or r["stack"] == stack)
+    ]  # fmt: skip
+
+
+def stack_records(folder: Path, stack: str) -> list[dict]:
+    return [r for r in read_records(folder / "results.jsonl")
+            if r["kind"] == "stack" and r["stack"] == stack]  # fmt: skip
+
+
+def assert_measured(folder: Path, stack: str) -> None:
+    records = measurements(folder, stack)
+    assert records, f"nothing measured for {stack}"
+    assert all(r["status"] == "ok" and r["result"]["rps"] > 0 for r in records), records
+
+
+def assert_failed_step(folder: Path, output: str, stack: str, step: str, words: str) -> None:
+    """The terminal and results.jsonl both name the stack, the step and the cause."""
+    assert f"[{stack}] {step} failed: " in output, output
+    assert words in output, output
+    failed = [r for r in stack_records(folder, stack) if r["status"] == "failed"]
+    assert [r["step"] for r in failed] == [step], failed
+    assert words in failed[0]["message"]
+    run = json.loads((folder / "run.json").read_text())
+    assert run["status"] == "complete"
+    assert run["failed_stacks"][stack].startswith(f"{step}: ")
+
+
+# ------------------------------------------------------------------ the faults
+
+
+def test_build_that_fails(stacks, tmp_path):
+    good = stacks.add("good")
+    broken = stacks.add("build", build="echo 'compiler: syntax error in main.x' >&2; exit 3")
+    result = run_bench(stacks, tmp_path / "results", [broken, good], "--duration", "1")
+    output = result.stdout + result.stderr
+    assert result.returncode == 1, output
+    folder = only_run(tmp_path / "results")
+    assert_failed_step(folder, output, broken, "build", "exit code 3")
+    assert "compiler: syntax error in main.x" in output  # the build log's tail is shown
+    assert not measurements(folder, broken)
+    assert_measured(folder, good)  # the run went on with the other stack
+    assert_measured(folder, calibration.NAME)
+    assert not stacks.leftovers()
+
+
+def test_port_already_in_use(stacks, tmp_path):
+    import socket
+
+    good = stacks.add("good")
+    taken = stacks.add("port")
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", stacks.ports[taken]))
+        squatter.listen()
+        result = run_bench(stacks, tmp_path / "results", [taken, good], "--duration", "1")
+    output = result.stdout + result.stderr
+    assert result.returncode == 1, output
+    folder = only_run(tmp_path / "results")
+    assert_failed_step(
+        folder, output, taken, "start", f"port {stacks.ports[taken]} is already in use"
+    )
+    assert not measurements(folder, taken)
+    assert_measured(folder, good)
+    assert not stacks.leftovers()
+
+
+def test_stack_that_never_becomes_ready(stacks, tmp_path):
+    good = stacks.add("good")
+    # Starts, listens to nothing, never exits: only the readiness timeout ends it.
+    stuck = stacks.add(
+        "stuck", run='echo $$ > "$BUILD_DIR/pgid"; echo "waiting for a lock"; exec sleep 600'
+    )
+    result = run_bench(stacks, tmp_path / "results", [stuck, good], "--duration", "1",
+                       prelude="import loadtest.bench as b; b.READY_TIMEOUT_S = 3")  # fmt: skip
+    output = result.stdout + result.stderr
+    assert result.returncode == 1, output
+    folder = only_run(tmp_path / "results")
+    assert_failed_step(folder, output, stuck, "wait-ready", "no HTTP answer")
+    assert "waiting for a lock" in output  # the server's own output is shown
+    assert_measured(folder, good)
+    assert not stacks.leftovers()  # the sleeping server was killed
+
+
+def test_stack_killed_mid_run(stacks, tmp_path):
+    good = stacks.add("good")
+    victim = stacks.add("victim")
+    results = tmp_path / "results"
+    # Two cases: the first is measured, the stack is killed during the second.
+    process = start_bench(stacks, results, [victim, good], "--connections", "2,4",
+                          "--duration", "1", "--seed", "5")  # fmt: skip
+    try:
+        output = read_until(process, "✓ [", f" {victim} ")  # its first case is measured
+        time.sleep(0.5)  # the next case has started (no warm-up, 0.3 s pause, 1 s case)
+        os.killpg(stacks.pgid(victim), signal.SIGKILL)
+        rest, _ = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    output += rest
+    assert process.returncode == 1, output
+    folder = only_run(results)
+    assert_failed_step(folder, output, victim, "load", "server exited during")
+    records = measurements(folder, victim)
+    assert records[0]["status"] == "ok" and records[0]["result"]["rps"] > 0
+    # The case the kill cut short is kept but marked: it is not a measurement of the stack.
+    assert [r["status"] for r in records] == ["ok", "failed"], records
+    assert records[1]["server_alive_after"] is False
+    assert "server exited during the case" in records[1]["problem"]
+    assert_measured(folder, good)
+    assert not stacks.leftovers()
+
+
+def test_missing_load_tool(stacks, tmp_path):
+    good = stacks.add("good")
+    results = tmp_path / "results"
+    first = run_bench(stacks, results, [good], "--tool", "ab", "--duration", "1")
+    assert first.returncode == 0, first.stdout + first.stderr
+    folder = only_run(results)
+    before = (folder / "results.jsonl").read_bytes()
+    run_before = json.loads((folder / "run.json").read_text())
+    # A PATH with everything but ab: the resumed run must say so and install nothing.
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in Path("/usr/bin").iterdir():
+        if tool.name != "ab":
+            (bin_dir / tool.name).symlink_to(tool)
+    path = f"{bin_dir}:/usr/sbin:/sbin"
+    assert shutil.which("ab", path=path) is None
+    again = run_bench(stacks, results, [good], "--resume", str(folder), path=path)
+    output = again.stdout + again.stderr
+    assert again.returncode == 2, output
+    assert "load tool ab not found" in output and "make bootstrap" in output
+    assert (folder / "results.jsonl").read_bytes() == before  # nothing lost, nothing added
+    assert json.loads((folder / "run.json").read_text()) == run_before
+    assert not stacks.leftovers()
+
+
+def test_ctrl_c_mid_case_then_resume(stacks, tmp_path):
+    stack = stacks.add("ctrlc")
+    results = tmp_path / "results"
+    args = ["--connections", "2,4", "--duration", "1", "--seed", "5"]
+    process = start_bench(stacks, results, [stack], *args)
+    try:
+        output = read_until(process, "✓ [", f" {stack} ")  # one case of the stack measured
+        time.sleep(0.5)  # its next case is running
+        process.send_signal(signal.SIGINT)  # Ctrl-C reaches the bench, not the server
+        rest, _ = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    output += rest
+    assert process.returncode == 130, output
+    assert "interrupted: keeping every measurement so far" in output
+    folder = only_run(results)
+    kept = measurements(folder, stack)
+    assert kept and all(r["status"] == "ok" for r in kept), kept
+    assert len(kept) == 1  # the case cut short is not recorded
+    run = json.loads((folder / "run.json").read_text())
+    assert run["status"] == "interrupted"
+    assert not stacks.leftovers()  # the server and the load tool were stopped
+
+    again = run_bench(stacks, results, [stack], "--resume", str(folder))
+    assert again.returncode == 0, again.stdout + again.stderr
+    records = measurements(folder)
+    keys = [r["key"] for r in records]
+    assert len(keys) == len(set(keys)), "a measured case was measured again"
+    assert {r["connections"] for r in measurements(folder, stack)} == {2, 4}
+    assert kept[0] in measurements(folder, stack)  # the first run's record, unchanged
+    assert json.loads((folder / "run.json").read_text())["status"] == "complete"
+    assert not stacks.leftovers()
+
+
+# ---------------------------------------------------------- the results folder
+
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root")
+
+
+@contextlib.contextmanager
+def tmpfs(path: Path, size: str):
+    path.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)], check=True)
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", "-l", str(path)], check=False)
+
+
+def fill(disk: Path) -> None:
+    """Take every free byte of a tmpfs (down to the last page)."""
+    with (disk / "filler").open("wb", buffering=0) as handle:
+        for block in (65536, 4096, 1):
+            with contextlib.suppress(OSError):
+                while True:
+                    handle.write(b"\0" * block)
+    assert shutil.disk_usage(disk).free == 0
+
+
+@needs_root
+def test_results_writer_on_a_full_disk_keeps_whole_lines(tmp_path):
+    from loadtest.results import ResultsWriter
+
+    with tmpfs(tmp_path / "disk", "64k") as disk:
+        path = disk / "results.jsonl"
+        written = 0
+        with ResultsWriter(path) as writer, pytest.raises(OSError) as failed:
+            while True:
+                writer.write({"seq": written + 1, "payload": "x" * 3000})
+                written += 1
+        assert failed.value.filename == str(path)  # the message names the file
+        assert "No space left" in str(failed.value)
+        assert path.read_bytes().endswith(b"\n")  # the half-written record was cut off
+        assert [r["seq"] for r in read_records(path)] == list(range(1, written + 1))
+
+
+@needs_root
+def test_full_disk_while_writing_results(stacks, tmp_path):
+    first, second = stacks.add("first"), stacks.add("second")
+    with tmpfs(tmp_path / "disk", "4m") as disk:
+        results = disk / "results"
+        process = start_bench(stacks, results, [first, second], "--connections", "2,4",
+                              "--duration", "1")  # fmt: skip
+        try:
+            output = read_until(process, "✓ [1/")  # one measurement is on disk
+            fill(disk)
+            rest, _ = process.communicate(timeout=60)
+        finally:
+            process.kill()
+        output += rest
+        assert process.returncode == 1, output
+        assert "writing results failed: No space left on device" in output
+        assert "the run stops here" in output and "--resume" in output
+        assert "run.json keeps its earlier content" in output and "()" not in output
+        folder = only_run(results)
+        raw = (folder / "results.jsonl").read_bytes()
+        assert raw.endswith(b"\n")  # no torn record
+        kept = measurements(folder)
+        assert kept and kept[0]["status"] == "ok" and kept[0]["result"]["rps"] > 0
+        assert json.loads((folder / "run.json").read_text())["status"] == "running"
+        assert not (folder / "run.json.tmp").exists()
+        assert not stacks.leftovers()
+        # Space again: --resume finishes the run in the same folder.
+        (disk / "filler").unlink()
+        again = run_bench(stacks, results, [first, second], "--resume", str(folder))
+        assert again.returncode == 0, again.stdout + again.stderr
+        assert json.loads((folder / "run.json").read_text())["status"] == "complete"
+        assert len(measurements(folder)) == 6  # 2 stacks + the ceiling, 2 cases each
+        assert not stacks.leftovers()
+
+
+@needs_root
+def test_results_folder_turns_read_only(stacks, tmp_path):
+    first, second = stacks.add("first"), stacks.add("second")
+    results = tmp_path / "results"
+    process = start_bench(stacks, results, [first, second], "--connections", "2,4",
+                          "--duration", "1")  # fmt: skip
+    folder = None
+    try:
+        output = read_until(process, "✓ [1/")
+        folder = only_run(results)
+        # The run's folder, from now on, through a read-only bind mount of itself.
+        subprocess.run(["mount", "--bind", str(folder), str(folder)], check=True)
+        subprocess.run(["mount", "-o", "remount,bind,ro", str(folder)], check=True)
+        rest, _ = process.communicate(timeout=60)
+    finally:
+        process.kill()
+        if folder is not None:
+            subprocess.run(["umount", "-l", str(folder)], check=False)
+    output += rest
+    assert process.returncode == 1, output
+    assert "writing results failed: Read-only file system" in output, output
+    assert "the run stops here" in output
+    kept = measurements(folder)
+    assert kept and kept[0]["status"] == "ok"
+    assert json.loads((folder / "run.json").read_text())["status"] == "running"
+    assert not stacks.leftovers()
+
+
+def test_results_folder_not_writable_at_the_start(stacks, tmp_path):
+    stack = stacks.add("early")
+    results = tmp_path / "results"
+    results.mkdir()
+    if os.geteuid() == 0:  # root writes through file modes: a read-only mount instead
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k,ro", "tmpfs", str(results)],
+                       check=True)  # fmt: skip
+    else:
+        results.chmod(0o555)
+    try:
+        result = run_bench(stacks, results, [stack], "--duration", "1")
+    finally:
+        if os.geteuid() == 0:
+            subprocess.run(["umount", "-l", str(results)], check=False)
+    output = result.stdout + result.stderr
+    assert result.returncode == 2, output
+    assert "writing results failed: " in output and "nothing was built or measured" in output
+    assert "Traceback" not in output
+    assert not (REPO_ROOT / ".build" / stack / "pgid").exists()  # never started
+    assert not stacks.leftovers()
