@@ -455,6 +455,27 @@ class Bench:
             self.manifests[name] = manifest
             with contextlib.suppress(Exception):
                 run_info["runtime_versions"][name] = runner.versions(manifest)
+            self.record_dependencies(manifest, run_info)
+
+    def record_dependencies(self, manifest, run_info: dict) -> None:
+        """The stack's resolved dependency list, next to its manifest in run.json.
+
+        A list that cannot be read is recorded as such and shown; it does not
+        keep the stack out of the run (its lock files are checked by make test).
+        """
+        entry = run_info["stacks"].setdefault(manifest.name, manifest.provenance())
+        entry.pop("dependencies_error", None)
+        lister = getattr(self.runner, "dependencies", None)
+        if lister is None:
+            entry["dependencies"] = None
+            entry["dependencies_error"] = f"the {self.runner.name} runner does not list them"
+            return
+        try:
+            entry["dependencies"] = lister(manifest)
+        except StepError as exc:
+            entry["dependencies"] = None
+            entry["dependencies_error"] = exc.message
+            self.console.print(f"[yellow]! {escape(str(exc))}: not recorded in {RUN_FILE}[/]")
 
     def measure(self, the_plan: list[Instance]) -> None:
         k = self.knobs

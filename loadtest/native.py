@@ -114,6 +114,15 @@ class NativeRunner:
         tls = self_signed(self.tls_folder) if manifest.tls else None
         return NativeServer(manifest, limits, port or manifest.port, tls)
 
+    def dependencies(self, manifest: Manifest) -> list[str]:
+        """What the built stack runs with (pip freeze, go list -m all, Maven's list).
+
+        Raises StepError (step "dependencies") when the list cannot be read.
+        """
+        from .supply_chain import resolved_dependencies
+
+        return resolved_dependencies(manifest)
+
     def versions(self, manifest: Manifest) -> dict:
         result = subprocess.run(
             ["bash", "-c", manifest.native["version"]],

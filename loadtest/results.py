@@ -8,8 +8,8 @@
   Records have a `kind`: "measurement" (one load-tool run), "stack" (what
   happened to a stack: verified, failed a step, stopped uncleanly).
 - `run.json`: provenance (git commit, host CPU, cores, kernel, tool
-  versions, every stack's manifest provenance) and every knob; rewritten
-  atomically when the run ends.
+  versions, every stack's manifest provenance with its resolved dependency
+  list) and every knob; rewritten atomically when the run ends.
 - `raw/`: every load tool's raw output.
 """
 

@@ -88,6 +88,10 @@ class Runner(Protocol):
     def versions(self, manifest: Manifest) -> dict:
         """Runtime versions as actually used, for the results' provenance."""
 
+    # Optional: `dependencies(manifest) -> list[str]`, the resolved dependency list
+    # of the built stack for run.json (StepError when it cannot be read). A runner
+    # without it has its stacks recorded with `"dependencies": null` and the reason.
+
 
 def get_runner(name: str) -> Runner:
     if name == "native":

@@ -63,12 +63,14 @@ class Stacks:
         self.ports: dict[str, int] = {}
         self.display: dict[str, str] = {}
 
-    def add(self, role: str, build: str = "true", run: str = REFERENCE_RUN) -> str:
+    def add(self, role: str, build: str = "true", run: str = REFERENCE_RUN, files=None) -> str:
         name = f"fault-{role}-{self.token}"
         display_name = f"Fault {role} {self.token}"
         port = free_port()
         folder = self.root / name
         folder.mkdir(parents=True)
+        for file_name, text in (files or {}).items():
+            (folder / file_name).write_text(text.format(name=name))
         run = run.format(python=sys.executable, display_name=display_name)
         (folder / "server.toml").write_text(
             textwrap.dedent(
@@ -493,4 +495,32 @@ def test_results_folder_not_writable_at_the_start(stacks, tmp_path):
     assert "writing results failed: " in output and "nothing was built or measured" in output
     assert "Traceback" not in output
     assert not (REPO_ROOT / ".build" / stack / "pgid").exists()  # never started
+    assert not stacks.leftovers()
+
+
+# ------------------------------------------------------------------ provenance
+
+
+@pytest.mark.skipif(
+    shutil.which("go") is None, reason="!!! go NOT INSTALLED: go list not exercised"
+)
+def test_run_json_records_each_stacks_resolved_dependencies(stacks, tmp_path):
+    # A Go module without requirements lists itself; a Python stack whose venv
+    # was never built cannot be listed: recorded and shown, and still measured.
+    go_stack = stacks.add("gomod", files={"go.mod": "module example.com/{name}\n\ngo 1.22\n"})
+    py_stack = stacks.add("novenv", files={"requirements.txt": "flask==3.1.2\n"})
+    result = run_bench(stacks, tmp_path / "results", [go_stack, py_stack], "--duration", "1")
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output
+    folder = only_run(tmp_path / "results")
+    run = json.loads((folder / "run.json").read_text())
+    go_entry, py_entry = run["stacks"][go_stack], run["stacks"][py_stack]
+    assert go_entry["framework"] == "http.server"  # next to the manifest's provenance
+    assert go_entry["dependencies"] == [f"example.com/{go_stack}"]
+    assert "dependencies_error" not in go_entry
+    assert py_entry["dependencies"] is None
+    assert py_entry["dependencies_error"].startswith("no venv at ")
+    assert f"[{py_stack}] dependencies failed: no venv at" in output
+    assert_measured(folder, go_stack)
+    assert_measured(folder, py_stack)
     assert not stacks.leftovers()
