@@ -165,7 +165,11 @@ class Bench:
                 install_oha(self.console)
             if not tool.available():
                 hint = "scripts/install-oha.sh" if name == "oha" else "make bootstrap"
-                raise KnobError(f"load tool {name} not found; install it with {hint}")
+                why = f"TOOL={name}" if name == self.knobs.tool else "warm-up and peak runs"
+                raise KnobError(
+                    f"tools: load tool {name} not found on PATH (needed for {why}); install it "
+                    f"with {hint}; nothing was built, started or measured"
+                )
         if self.knobs.priority and not self.priority:
             self.console.print(
                 f"[yellow]PRIORITY={self.knobs.priority} needs root or CAP_SYS_NICE: "

@@ -331,7 +331,9 @@ def test_missing_load_tool(stacks, tmp_path):
     again = run_bench(stacks, results, [good], "--resume", str(folder), path=path)
     output = again.stdout + again.stderr
     assert again.returncode == 2, output
-    assert "load tool ab not found" in output and "make bootstrap" in output
+    assert "tools: load tool ab not found on PATH (needed for TOOL=ab)" in output
+    assert "make bootstrap" in output and "nothing was built, started or measured" in output
+    assert "Traceback" not in output
     assert (folder / "results.jsonl").read_bytes() == before  # nothing lost, nothing added
     assert json.loads((folder / "run.json").read_text()) == run_before
     assert not stacks.leftovers()
