@@ -43,9 +43,10 @@ pytestmark = pytest.mark.skipif(
 KNOB_ENV = ("SERVERS", "SCENARIOS", "CONNECTIONS", "DURATION", "WARMUP", "REPEAT", "SERVER_CPUS",
             "CLIENT_CPUS", "SERVER_CPU_QUOTA", "SERVER_MEMORY", "RATE", "TOOL", "SEED", "RUNNER",
             "TIMEOUT", "PRIORITY", "PROFILE")  # fmt: skip
-# A short run: one scenario, one connection level, no warm-up.
+# A short run: one scenario, one connection level, no warm-up; normal priority, so
+# that the test watching the run is not starved by the load it watches.
 SHORT = ["--profile", "smoke", "--scenarios", "hello", "--connections", "4", "--warmup", "0",
-         "--seed", "11"]  # fmt: skip
+         "--seed", "11", "--priority", "0"]  # fmt: skip
 # The reference server, started the way a stack's `run` starts its server; the
 # shell's pid (the process group of the stack) goes to $BUILD_DIR/pgid.
 REFERENCE_RUN = (
@@ -288,8 +289,9 @@ def test_stack_killed_mid_run(stacks, tmp_path):
     good = stacks.add("good")
     victim = stacks.add("victim")
     results = tmp_path / "results"
-    # Two cases: the first is measured, the stack is killed during the second.
-    process = start_bench(stacks, results, [victim, good], "--connections", "2,4",
+    # Three cases: the first is measured, the stack is killed during the next one
+    # (the third leaves a margin on a loaded machine).
+    process = start_bench(stacks, results, [victim, good], "--connections", "2,4,8",
                           "--duration", "1", "--seed", "5")  # fmt: skip
     try:
         output = read_until(process, "✓ [", f" {victim} ")  # its first case is measured
@@ -304,10 +306,12 @@ def test_stack_killed_mid_run(stacks, tmp_path):
     assert_failed_step(folder, output, victim, "load", "server exited during")
     records = measurements(folder, victim)
     assert records[0]["status"] == "ok" and records[0]["result"]["rps"] > 0
-    # The case the kill cut short is kept but marked: it is not a measurement of the stack.
-    assert [r["status"] for r in records] == ["ok", "failed"], records
-    assert records[1]["server_alive_after"] is False
-    assert "server exited during the case" in records[1]["problem"]
+    # The case the kill cut short is kept but marked: it is not a measurement of the stack;
+    # nothing is measured after it.
+    statuses = [r["status"] for r in records]
+    assert statuses[-1] == "failed" and set(statuses[:-1]) == {"ok"}, records
+    assert records[-1]["server_alive_after"] is False
+    assert "server exited during the case" in records[-1]["problem"]
     assert_measured(folder, good)
     assert not stacks.leftovers()
 
@@ -342,7 +346,7 @@ def test_missing_load_tool(stacks, tmp_path):
 def test_ctrl_c_mid_case_then_resume(stacks, tmp_path):
     stack = stacks.add("ctrlc")
     results = tmp_path / "results"
-    args = ["--connections", "2,4", "--duration", "1", "--seed", "5"]
+    args = ["--connections", "2,4,8", "--duration", "1", "--seed", "5"]
     process = start_bench(stacks, results, [stack], *args)
     try:
         output = read_until(process, "✓ [", f" {stack} ")  # one case of the stack measured
@@ -357,7 +361,7 @@ def test_ctrl_c_mid_case_then_resume(stacks, tmp_path):
     folder = only_run(results)
     kept = measurements(folder, stack)
     assert kept and all(r["status"] == "ok" for r in kept), kept
-    assert len(kept) == 1  # the case cut short is not recorded
+    assert len(kept) < 3  # the case cut short is not recorded
     run = json.loads((folder / "run.json").read_text())
     assert run["status"] == "interrupted"
     assert not stacks.leftovers()  # the server and the load tool were stopped
@@ -367,8 +371,8 @@ def test_ctrl_c_mid_case_then_resume(stacks, tmp_path):
     records = measurements(folder)
     keys = [r["key"] for r in records]
     assert len(keys) == len(set(keys)), "a measured case was measured again"
-    assert {r["connections"] for r in measurements(folder, stack)} == {2, 4}
-    assert kept[0] in measurements(folder, stack)  # the first run's record, unchanged
+    assert {r["connections"] for r in measurements(folder, stack)} == {2, 4, 8}
+    assert all(r in measurements(folder, stack) for r in kept)  # the first run's, unchanged
     assert json.loads((folder / "run.json").read_text())["status"] == "complete"
     assert not stacks.leftovers()
 
