@@ -356,6 +356,15 @@ class FrontedRunner:
     def versions(self, manifest: Manifest) -> dict:
         return {**self.runner.versions(manifest), "front": version(self.kind)}
 
+    def dependencies(self, manifest: Manifest) -> list[str]:
+        """The stack's own resolved dependencies (the front is Debian's, in `versions`)."""
+        inner = getattr(self.runner, "dependencies", None)
+        if inner is None:
+            raise StepError(
+                manifest.name, "dependencies", f"the {self.name} runner does not list them"
+            )
+        return inner(manifest)
+
     def start(self, manifest: Manifest, limits: Limits, port: int | None = None) -> FrontedServer:
         files = tls.self_signed(self.tls_folder)
         stack = self.runner.start(manifest, limits, port)

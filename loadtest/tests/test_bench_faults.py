@@ -530,3 +530,24 @@ def test_run_json_records_each_stacks_resolved_dependencies(stacks, tmp_path):
     assert_measured(folder, go_stack)
     assert_measured(folder, py_stack)
     assert not stacks.leftovers()
+
+
+@pytest.mark.skipif(
+    shutil.which("go") is None, reason="!!! go NOT INSTALLED: go list not exercised"
+)
+def test_a_tls_front_records_the_stacks_own_dependencies(stacks, tmp_path):
+    from loadtest.errors import StepError
+    from loadtest.front import FrontedRunner
+    from loadtest.manifest import load
+    from loadtest.native import NativeRunner
+
+    name = stacks.add("fronted", files={"go.mod": "module example.com/{name}\n\ngo 1.22\n"})
+    manifest = load(name, stacks.root)
+    fronted = FrontedRunner(NativeRunner(), "nginx", tmp_path / "front")
+    assert fronted.dependencies(manifest) == [f"example.com/{name}"]
+
+    class Bare:  # a runner that cannot list them
+        name = "bare"
+
+    with pytest.raises(StepError, match="the bare runner does not list them"):
+        FrontedRunner(Bare(), "nginx", tmp_path / "front").dependencies(manifest)
