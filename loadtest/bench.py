@@ -13,7 +13,10 @@ Order of a run:
 4. the calibration responder (nginx) is one more instance in every round;
 5. summary tables, charts and report.html from results.jsonl.
 Ctrl-C stops the current case, keeps everything measured and still writes
-the summary; `--resume RUN` measures only what is missing.
+the summary; `--resume RUN` measures only what is missing. A results folder
+that stops taking writes (full disk, read-only) ends the run at once, with
+every record written before intact. docs/reliability.md lists each fault
+and the test that proves what happens.
 """
 
 from __future__ import annotations

@@ -324,14 +324,21 @@ def test_missing_load_tool(stacks, tmp_path):
     folder = only_run(results)
     before = (folder / "results.jsonl").read_bytes()
     run_before = json.loads((folder / "run.json").read_text())
-    # A PATH with everything but ab: the resumed run must say so and install nothing.
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    for tool in Path("/usr/bin").iterdir():
-        if tool.name != "ab":
-            (bin_dir / tool.name).symlink_to(tool)
-    path = f"{bin_dir}:/usr/sbin:/sbin"
-    assert shutil.which("ab", path=path) is None
+    # The same PATH without ab: each folder that has it is replaced by a copy of
+    # its links without it. The resumed run must say so and install nothing.
+    folders = []
+    for number, entry in enumerate(os.environ["PATH"].split(os.pathsep)):
+        if not (Path(entry) / "ab").exists():
+            folders.append(entry)
+            continue
+        copy = tmp_path / f"bin{number}"
+        copy.mkdir()
+        for tool in Path(entry).iterdir():
+            if tool.name != "ab":
+                (copy / tool.name).symlink_to(tool)
+        folders.append(str(copy))
+    path = os.pathsep.join(folders)
+    assert shutil.which("ab", path=path) is None and shutil.which("wrk", path=path)
     again = run_bench(stacks, results, [good], "--resume", str(folder), path=path)
     output = again.stdout + again.stderr
     assert again.returncode == 2, output
