@@ -285,6 +285,20 @@ def test_stack_that_never_becomes_ready(stacks, tmp_path):
     assert not stacks.leftovers()  # the sleeping server was killed
 
 
+def test_stack_that_exits_before_it_is_ready(stacks, tmp_path):
+    good = stacks.add("good")
+    crash = stacks.add("crash", run='echo "WORKDAY_CALENDAR: cannot read /nowhere" >&2; exit 3')
+    result = run_bench(stacks, tmp_path / "results", [crash, good], "--duration", "1")
+    output = result.stdout + result.stderr
+    assert result.returncode == 1, output
+    folder = only_run(tmp_path / "results")
+    assert_failed_step(folder, output, crash, "start", "exited with code 3 before it was ready")
+    assert "WORKDAY_CALENDAR: cannot read /nowhere" in output
+    assert_measured(folder, good)
+    assert (folder / "report.html").is_file()
+    assert not stacks.leftovers()
+
+
 def test_stack_killed_mid_run(stacks, tmp_path):
     good = stacks.add("good")
     victim = stacks.add("victim")
@@ -313,6 +327,7 @@ def test_stack_killed_mid_run(stacks, tmp_path):
     assert records[-1]["server_alive_after"] is False
     assert "server exited during the case" in records[-1]["problem"]
     assert_measured(folder, good)
+    assert (folder / "report.html").is_file()  # the report leaves the cut case out
     assert not stacks.leftovers()
 
 
