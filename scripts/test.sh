@@ -66,12 +66,18 @@ if [[ -f servers/_shared/java/pom.xml ]]; then
 fi
 
 stage check "$PY" -m loadtest check
+# One stack behind each TLS front: the whole contract over HTTPS and HTTP/2.
+stage check-front-nginx "$PY" -m loadtest check --servers gin --front nginx
+stage check-front-apache "$PY" -m loadtest check --servers gin --front apache
 stage hostile "$PY" -m loadtest hostile --quick
 stage soak "$PY" -m loadtest soak --servers gin,sanic,spring-webflux --duration 30s
 
 if "$PY" -m loadtest bench --help >/dev/null 2>&1; then
   # Native on purpose: the Docker path has its own stage below.
   stage bench-smoke "$PY" -m loadtest bench --profile smoke --servers gin,sanic --runner native
+  # The 2019 static experiment, shortened: HTTPS + HTTP/2 with h2load, TTFB.
+  stage bench-static-tls "$PY" -m loadtest bench --profile static-tls-smoke \
+    --servers nginx-static,apache-static --runner native
 else
   skip bench-smoke "harness bench command not present"
 fi
