@@ -150,6 +150,11 @@ def run_facts(run: dict) -> list[tuple[str, str]]:
                    f"priority {run.get('priority_applied') or 'normal'}"),
         ("tools", ", ".join(f"{k}: {v}" for k, v in tools.items())),
     ]  # fmt: skip
+    front = run.get("front") or {}
+    if front.get("kind", "none") != "none":
+        behind = f"every stack behind {front['kind']} ({front.get('version')}) over HTTPS"
+        facts.append(("TLS front", f"{behind}; config {front.get('template')}, rendered in "
+                      "front/<stack>/"))  # fmt: skip
     return facts
 
 

@@ -30,7 +30,7 @@ from contracts.tests.reference_server import ReferenceServer
 from loadtest import cli, front, plan, tls
 from loadtest.check import check_stack
 from loadtest.errors import StepError
-from loadtest.manifest import Manifest
+from loadtest.manifest import REPO_ROOT, Manifest
 from loadtest.native import NativeRunner, group_pids
 from loadtest.ports import free_port
 from loadtest.runner import Limits
@@ -307,6 +307,15 @@ def test_stacks_that_serve_tls_themselves_are_refused():
     assert "use one of" in front.refusal("caddy", [api])
 
 
+@pytest.mark.skipif(
+    not (REPO_ROOT / "servers" / "nginx-static" / "server.toml").is_file(), reason="no static stack"
+)
+def test_make_check_refuses_a_front_before_a_static_stack(capsys):
+    assert cli.main(["check", "--servers", "gin,nginx-static", "--front", "apache"]) == 2
+    err = capsys.readouterr().err
+    assert "FRONT=apache is for api stacks; nginx-static serve(s) HTTPS themselves" in err
+
+
 def test_front_knob_from_profile_environment_and_command_line():
     assert plan.resolve("smoke", env={}).front == "none"
     assert plan.resolve("smoke", env={"FRONT": "nginx"}).front == "nginx"
@@ -344,7 +353,7 @@ BENCH_SCRIPT = """
 import os, sys
 from pathlib import Path
 from loadtest import bench
-from loadtest.manifest import Manifest
+from loadtest.manifest import REPO_ROOT, Manifest
 folder = Path(os.environ["FRONT_TEST_STACK"])
 manifest = Manifest(
     name=folder.name, folder=folder, display_name="Reference", language="Python",
@@ -365,7 +374,7 @@ sys.exit(bench.cmd_bench(bench_args(sys.argv[1:])))
 @pytest.mark.parametrize("kind", KINDS)
 def test_bench_measures_through_the_front_and_keeps_its_config(kind, reference_stack, folder):
     from loadtest.results import read_records
-    from loadtest.tests.test_bench_ceiling import PRELUDE, REPO_ROOT
+    from loadtest.tests.test_bench_ceiling import PRELUDE
 
     results = folder / f"results-{kind}"
     command = [
@@ -400,6 +409,8 @@ def test_bench_measures_through_the_front_and_keeps_its_config(kind, reference_s
         assert record["server"]["cpu_mean_pct"] is not None
     kb100 = next(r for r in measured if r["scenario"] == "kb100")
     assert kb100["response"]["body_bytes"] == 100_000
+    # The report says the numbers were measured behind the front.
+    assert f"every stack behind {kind} ({front.version(kind)})" in (run / "summary.md").read_text()
 
 
 @pytest.mark.parametrize("kind", KINDS)
