@@ -728,6 +728,8 @@ class Bench:
             "display_name": self.display_name(case.stack),
             "ceiling": case.stack == calibration.NAME,
             "runner": "native" if case.stack == calibration.NAME else k.runner,
+            # The TLS front the stack was measured behind ("none": plain HTTP; the ceiling never).
+            "front": "none" if case.stack == calibration.NAME else k.front,
             "scenario": case.scenario,
             "path": case.path,
             "connections": case.connections,

@@ -405,6 +405,7 @@ def test_bench_measures_through_the_front_and_keeps_its_config(kind, reference_s
     assert {r["scenario"] for r in measured} == {"workday", "kb100"}
     for record in measured:
         assert record["status"] == "ok" and record["result"]["errors_total"] == 0, record
+        assert record["front"] == kind
         assert record["response"]["status"] == 200
         assert record["server"]["cpu_mean_pct"] is not None
     kb100 = next(r for r in measured if r["scenario"] == "kb100")
