@@ -15,6 +15,7 @@ returns the same dict as --json.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gzip
 import socket
 import ssl
@@ -45,7 +46,13 @@ PAGES = (
 )
 MISSING = "/no-such-page.html"
 H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
-H2_SETTINGS = 0x4
+# HTTP/2 frame types and flags (RFC 9113 section 6).
+H2_DATA, H2_HEADERS, H2_RST_STREAM, H2_SETTINGS = 0x0, 0x1, 0x3, 0x4
+H2_GOAWAY, H2_WINDOW_UPDATE, H2_CONTINUATION = 0x7, 0x8, 0x9
+H2_END_STREAM, H2_ACK, H2_PADDED = 0x1, 0x1, 0x8
+H2_WINDOW = 1 << 24  # the client's receive window: no flow-control stall
+# HPACK static table: the first field of a response is its :status (RFC 7541 appendix A).
+H2_STATUS_INDEX = {8: 200, 9: 204, 10: 206, 11: 304, 12: 400, 13: 404, 14: 500}
 
 
 class Skip(Exception):
@@ -302,6 +309,142 @@ def check_alpn_http11(site: Site) -> str:
     return f"ALPN {selected or 'none'}, GET / over HTTP/1.1 answered 200"
 
 
+class H2Connection:
+    """Just enough HTTP/2 to send GETs one after another and read each answer's body.
+
+    Header blocks are sent as HPACK literals without indexing and not decoded,
+    except a response's leading indexed :status; a body is judged by its bytes.
+    """
+
+    def __init__(self, site: Site) -> None:
+        self.site = site
+        self.tls = handshake(site, site.context(["h2"]))
+        if self.tls.selected_alpn_protocol() != "h2":
+            self.tls.close()
+            raise Failure(f"ALPN h2 not selected ({self.tls.selected_alpn_protocol()!r})")
+        self.buffer = b""
+        self.next_stream = 1
+        settings = (0x4).to_bytes(2, "big") + H2_WINDOW.to_bytes(4, "big")  # INITIAL_WINDOW_SIZE
+        self.tls.sendall(
+            H2_PREFACE
+            + self.frame(H2_SETTINGS, 0, 0, settings)
+            + self.frame(H2_WINDOW_UPDATE, 0, 0, (H2_WINDOW - 65535).to_bytes(4, "big"))
+        )
+
+    @staticmethod
+    def frame(kind: int, flags: int, stream: int, payload: bytes) -> bytes:
+        return (
+            len(payload).to_bytes(3, "big")
+            + bytes([kind, flags])
+            + stream.to_bytes(4, "big")
+            + payload
+        )
+
+    @staticmethod
+    def literal(name: str, value: str) -> bytes:
+        """HPACK literal field without indexing, new name, no Huffman (short strings only)."""
+        name_b, value_b = name.encode(), value.encode()
+        return b"\x00" + bytes([len(name_b)]) + name_b + bytes([len(value_b)]) + value_b
+
+    def read_frame(self, deadline: float) -> tuple:
+        while len(self.buffer) < 9 or len(self.buffer) < 9 + int.from_bytes(self.buffer[:3], "big"):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise Failure(f"no complete HTTP/2 answer within {self.site.timeout:g} s")
+            self.tls.settimeout(remaining)
+            chunk = self.tls.recv(65536)
+            if not chunk:
+                raise Failure("the server closed the HTTP/2 connection")
+            self.buffer += chunk
+        length = int.from_bytes(self.buffer[:3], "big")
+        kind, flags = self.buffer[3], self.buffer[4]
+        stream = int.from_bytes(self.buffer[5:9], "big") & 0x7FFFFFFF
+        payload, self.buffer = self.buffer[9 : 9 + length], self.buffer[9 + length :]
+        return kind, flags, stream, payload
+
+    def get(self, path: str, headers: tuple = ()) -> tuple:
+        """(status or None, body) of one GET on a new stream."""
+        stream, self.next_stream = self.next_stream, self.next_stream + 2
+        block = b"".join(
+            self.literal(name, value)
+            for name, value in (
+                (":method", "GET"), (":scheme", "https"),
+                (":authority", self.site.host_header), (":path", path),
+                ("user-agent", "serverlab-conformance/1"), *headers,
+            )
+        )  # fmt: skip
+        self.tls.sendall(self.frame(H2_HEADERS, H2_END_STREAM | 0x4, stream, block))
+        status, body = None, bytearray()
+        deadline = time.monotonic() + self.site.timeout
+        while True:
+            kind, flags, on, payload = self.read_frame(deadline)
+            if kind == H2_SETTINGS and not flags & H2_ACK:
+                self.tls.sendall(self.frame(H2_SETTINGS, H2_ACK, 0, b""))
+            elif kind == H2_GOAWAY:
+                code = int.from_bytes(payload[4:8], "big")
+                raise Failure(f"GOAWAY (error code {code}) on stream {stream} for {path}")
+            elif on != stream:
+                continue
+            elif kind == H2_RST_STREAM:
+                code = int.from_bytes(payload[:4], "big")
+                raise Failure(f"RST_STREAM (error code {code}) on stream {stream} for {path}")
+            elif kind in (H2_HEADERS, H2_CONTINUATION, H2_DATA):
+                if flags & H2_PADDED and kind != H2_CONTINUATION:
+                    payload = payload[1 : len(payload) - payload[0]]
+                if kind == H2_HEADERS:
+                    if flags & 0x20:  # PRIORITY: 5 bytes before the block
+                        payload = payload[5:]
+                    if status is None and payload and payload[0] & 0x80:
+                        status = H2_STATUS_INDEX.get(payload[0] & 0x7F)
+                if kind == H2_DATA:
+                    body += payload
+            if on == stream and kind in (H2_HEADERS, H2_DATA) and flags & H2_END_STREAM:
+                return status, bytes(body)
+
+    def close(self) -> None:
+        self.tls.close()
+
+
+def body_coding(body: bytes, expected: bytes) -> str | None:
+    """Which coding turns `body` into `expected`: identity, br, gzip, or None."""
+    if body == expected:
+        return "identity"
+    for coding in ("br", "gzip"):
+        with contextlib.suppress(Exception):
+            if decode(coding, body) == expected:
+                return coding
+    return None
+
+
+def check_h2_get(site: Site) -> str:
+    """Requests over HTTP/2, one after another on one connection, as a browser makes them."""
+    # What a browser sends, and gzip alone; Brotli only when it can be decoded here.
+    compressed = [(("accept-encoding", "gzip"),)]
+    if brotli is not None:
+        compressed.insert(0, (("accept-encoding", "br, gzip"),))
+    connection = H2Connection(site)
+    seen = []
+    try:
+        for path, name in (("/", "index.html"), ("/style.css", "style.css")):
+            for headers in ((), *compressed):
+                for _ in range(2):
+                    status, body = connection.get(path, headers)
+                    if status not in (200, None):
+                        raise Failure(f"{path} over HTTP/2 answered {status}")
+                    coding = body_coding(body, site.files[name])
+                    if coding is None:
+                        raise Failure(
+                            f"{path} over HTTP/2 ({dict(headers) or 'no Accept-Encoding'}): "
+                            f"{len(body)} body bytes that are not {name} in any coding"
+                        )
+                    if not headers and coding != "identity":
+                        raise Failure(f"{path} over HTTP/2 compressed ({coding}) unasked")
+                    seen.append(coding)
+    finally:
+        connection.close()
+    return f"{len(seen)} GETs on one HTTP/2 connection: " + ", ".join(sorted(set(seen)))
+
+
 def check_tls_version(site: Site, observed: dict) -> str:
     with handshake(site, site.context(["http/1.1"])) as tls:
         version, cipher = tls.version(), tls.cipher()
@@ -384,6 +527,7 @@ def checks(site: Site, observed: dict) -> list:
         ("tls-version", "tls", lambda: check_tls_version(site, observed)),
         ("alpn-h2", "tls", lambda: check_alpn_h2(site)),
         ("alpn-http11", "tls", lambda: check_alpn_http11(site)),
+        ("h2-get", "protocol", lambda: check_h2_get(site)),
     ]
     for target, name, kind in PAGES:
         plan += [

@@ -37,7 +37,7 @@ pytestmark = [
     pytest.mark.skipif(not BROTLI_MODULE.exists(), reason="libnginx-mod-http-brotli-* missing"),
 ]
 EXPECTED_IDS = [
-    "tls-version", "alpn-h2", "alpn-http11",
+    "tls-version", "alpn-h2", "alpn-http11", "h2-get",
     "body[/]", "content-type[/]", "content-length[/]",
     "body[/index.html]", "content-type[/index.html]", "content-length[/index.html]",
     "body[/style.css]", "content-type[/style.css]", "content-length[/style.css]",
@@ -170,12 +170,12 @@ def test_cli_prints_a_line_per_check_and_json(tuned, tls):
     )
     assert lines.returncode == 0, lines.stdout + lines.stderr
     assert "PASS alpn-h2  ALPN selected h2" in lines.stdout
-    assert lines.stdout.rstrip().endswith("22 passed, 0 failed")
+    assert lines.stdout.rstrip().endswith("23 passed, 0 failed")
     report = subprocess.run(
         [*command, "--tls", str(tls.cert), "--json"],
         cwd=REPO_ROOT, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
-    assert json.loads(report.stdout)["passed"] == 22
+    assert json.loads(report.stdout)["passed"] == 23
     untrusted = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=60)
     assert untrusted.returncode == 2
     assert "certificate verify failed" in untrusted.stderr
@@ -211,6 +211,14 @@ def test_missing_vary_and_charset_are_caught(broken, tls):
     assert checks["content-type[/style.css]"]["ok"]
     assert not checks["gzip[/]"]["ok"]
     assert "without 'Vary: Accept-Encoding'" in checks["gzip[/]"]["detail"]
+
+
+def test_one_request_per_http2_connection_fails_h2_get(broken, tls):
+    server = broken("tuned", {"keepalive_requests 1000;": "keepalive_requests 1;"})
+    checks = by_id(static.run_static_checks(server.url, tls_cert=tls.cert))
+    assert not checks["h2-get"]["ok"]
+    assert "GOAWAY" in checks["h2-get"]["detail"] or "closed" in checks["h2-get"]["detail"]
+    assert not checks["keep-alive"]["ok"]
 
 
 def test_http11_only_server_fails_alpn_h2(broken, tls):
@@ -260,5 +268,6 @@ def test_brotli_checks_skip_without_the_module(tuned, tls, monkeypatch):
     report = static.run_static_checks(tuned.url, tls_cert=tls.cert)
     skipped = [c["id"] for c in report["checks"] if c.get("skipped")]
     assert skipped == ["br[/]", "br[/style.css]"]
+    assert by_id(report)["h2-get"]["ok"], "without brotli h2-get asks for gzip only"
     assert report["failed"] == 0 and report["skipped"] == 2
     assert "brotli module is not installed" in by_id(report)["br[/]"]["detail"]

@@ -45,7 +45,7 @@ def test_static_tls_stack_runs_natively_and_passes(stack, server_header, tmp_pat
         assert server.tls_cert == tmp_path / "tls" / "cert.pem"
         report = run_conformance(manifest, server.base_url, tls_cert=server.tls_cert)
         assert report["failed"] == 0, [c for c in report["checks"] if not c["ok"]]
-        assert report["passed"] == 22
+        assert report["passed"] == 23
         # The stock variant really runs the stock config (its Server header names the version).
         assert report["observed"]["server_header"] == server_header
         assert server.stop() == 0
