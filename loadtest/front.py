@@ -368,10 +368,11 @@ class FrontedRunner:
     def start(self, manifest: Manifest, limits: Limits, port: int | None = None) -> FrontedServer:
         files = tls.self_signed(self.tls_folder)
         stack = self.runner.start(manifest, limits, port)
+        # A native stack's cgroup (quota, memory) takes the front in too.
         cgroup = getattr(stack, "cgroup", None)
         own = None
         try:
-            if cgroup is None or not cgroup.wanted:
+            if not isinstance(cgroup, CgroupLimits) or not cgroup.wanted:
                 # A stack in a container has its limits there; the front gets its own.
                 own = CgroupLimits(
                     f"serverlab-front-{manifest.name}-{os.getpid()}",
