@@ -26,7 +26,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
     runner = NativeRunner()
     rows = [("stack", "language", "framework", "runtime", "port", "native")]
-    for m in manifests.load_all():
+    for m in manifests.load_all(manifests.stack_ids()):  # variants too (name@variant)
         reason = runner.unavailable_reason(m)
         rows.append(
             (
