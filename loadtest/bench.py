@@ -716,7 +716,8 @@ class Bench:
         shared = bool(set(cpus) & set(k.client_cpus))
         tool_used = result.tool_cpu_s / result.wall_s if result.wall_s else 0
         foreign = foreign_load(usage, tool_used, k, cpus)
-        first_byte = self.measure_ttfb(server, case) if ok else {}
+        # Fresh connections tell something even when the load failed (one request each).
+        first_byte = self.measure_ttfb(server, case) if server.is_alive() else {}
         record = {
             "kind": "measurement",
             "seq": self.seq,

@@ -71,7 +71,7 @@ def _panels(count: int, width: float = 4.2, height: float = 3.6):
     """Up to four panels a row, sharing both axes so that panels compare at a glance."""
     columns = min(count, 4)
     rows = (count + columns - 1) // columns
-    fig, axes = plt.subplots(rows, columns, figsize=(width * columns + 1.5, height * rows),
+    fig, axes = plt.subplots(rows, columns, figsize=(max(8.5, width * columns + 1.5), height * rows),
                              squeeze=False, sharex=True, sharey=True)  # fmt: skip
     flat = [ax for line in axes for ax in line]
     for ax in flat[count:]:

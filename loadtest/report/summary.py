@@ -144,8 +144,8 @@ def aggregate(group: list[dict]) -> dict:
     row["problems"] = "; ".join(problems)[:300]
     row["ceiling_rps"] = None
     row["share_of_ceiling"] = None
-    for key in TTFB_KEYS:
-        row[key] = _round(_median(r.get(key) for r in ok), 3)
+    for key in TTFB_KEYS:  # measured apart from the load: also after a failed load
+        row[key] = _round(_median(r.get(key) for r in group), 3)
     return row
 
 
