@@ -29,6 +29,9 @@ RESUME ?=
 PRIORITY ?=
 TIMEOUT ?=
 FRONT ?=
+TTFB ?=
+SERVER_CORES ?=
+HTTP ?=
 RUN ?=
 
 # Forward only the knobs that were set, as --knob value.
@@ -40,7 +43,8 @@ BENCH_ARGS = --profile '$(PROFILE)' $(call knob,SERVERS,servers) $(call knob,RUN
 	$(call knob,SERVER_CPU_QUOTA,server-cpu-quota) $(call knob,SERVER_MEMORY,server-memory) \
 	$(call knob,RATE,rate) $(call knob,TOOL,tool) $(call knob,SEED,seed) \
 	$(call knob,RESUME,resume) $(call knob,PRIORITY,priority) $(call knob,TIMEOUT,timeout) \
-	$(call knob,FRONT,front)
+	$(call knob,FRONT,front) $(call knob,TTFB,ttfb) $(call knob,SERVER_CORES,server-cores) \
+	$(call knob,HTTP,http)
 
 .PHONY: help
 help: ## List every target with one line each
