@@ -28,7 +28,6 @@ SCENARIOS = {
     "workday": "/workday",
     "page": "/",
 }
-TOOLS = ("wrk", "oha", "ab")
 FRONTS = ("none", "nginx", "apache")  # loadtest/front.py
 # Scenarios of static stacks (manifest `contract = "static"`); the rest are the api's.
 STATIC_SCENARIOS = ("page",)

@@ -50,6 +50,9 @@ def self_signed(folder: Path = DEFAULT_FOLDER) -> TlsFiles:
         "-nodes", "-days", str(VALID_DAYS),
         "-subj", "/CN=localhost",
         "-addext", f"subjectAltName={SUBJECT_ALT_NAMES}",
+        # A server certificate, not a CA (openssl's default): rustls clients such as
+        # oha refuse a CA certificate as a server's, even when told to trust it.
+        "-addext", "basicConstraints=critical,CA:FALSE",
         "-keyout", str(files.key), "-out", str(files.cert),
     ]  # fmt: skip
     result = subprocess.run(command, capture_output=True, text=True, timeout=60)

@@ -458,3 +458,28 @@ def test_front_before_a_docker_stack_with_a_cpu_quota(kind, folder):
         assert group_pids(server.front.process.pid) == []
     finally:
         server.kill()
+
+
+def test_the_runs_certificate_is_a_server_certificate_that_oha_accepts(
+    counted_reference, folder, tls_files
+):
+    text = subprocess.run(
+        ["openssl", "x509", "-in", str(tls_files.cert), "-noout", "-ext", "basicConstraints"],
+        capture_output=True, text=True, timeout=30, check=True,
+    ).stdout  # fmt: skip
+    assert "CA:FALSE" in text
+    from loadtest.tools import get_tool
+
+    oha = get_tool("oha")
+    if not oha.available() or front.binary("nginx") is None:
+        pytest.skip("oha or nginx not installed")
+    proxy = started_front("nginx", counted_reference, folder, tls_files)
+    try:
+        result = subprocess.run(
+            [oha.path(), "--no-tui", "-n", "20", "-c", "2", "--cacert", str(tls_files.cert),
+             proxy.base_url + "/workday"],
+            capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+        assert "Success rate:\t100.00%" in result.stdout, result.stdout + result.stderr
+    finally:
+        proxy.stop()
