@@ -656,6 +656,7 @@ class Bench:
             headers=case.headers,
             # HTTP/2 here means over TLS (ALPN); no stack speaks cleartext h2c.
             http1=k.http == "1.1" or not server.base_url.startswith("https:"),
+            ca_cert=str(server.tls_cert) if getattr(server, "tls_cert", None) else None,
         )
 
     def warm_up(self, server, instance: Instance, scenario: str) -> None:

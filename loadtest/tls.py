@@ -39,7 +39,7 @@ class TlsFiles:
 def self_signed(folder: Path = DEFAULT_FOLDER) -> TlsFiles:
     """The certificate in `folder`, generated when absent or expiring."""
     files = TlsFiles(folder / "cert.pem", folder / "key.pem")
-    if files.cert.exists() and files.key.exists() and _valid_for_a_day(files.cert):
+    if files.cert.exists() and files.key.exists() and _reusable(files.cert):
         return files
     if shutil.which("openssl") is None:
         raise StepError("tls", "certificate", "openssl not found (Debian: apt-get install openssl)")
@@ -62,13 +62,14 @@ def self_signed(folder: Path = DEFAULT_FOLDER) -> TlsFiles:
     return files
 
 
-def _valid_for_a_day(cert: Path) -> bool:
+def _reusable(cert: Path) -> bool:
+    """Valid for at least a day more, and a server certificate (see above)."""
     result = subprocess.run(
-        ["openssl", "x509", "-checkend", "86400", "-noout", "-in", str(cert)],
-        capture_output=True,
-        timeout=30,
-    )
-    return result.returncode == 0
+        ["openssl", "x509", "-checkend", "86400", "-noout", "-ext", "basicConstraints",
+         "-in", str(cert)],
+        capture_output=True, text=True, timeout=30,
+    )  # fmt: skip
+    return result.returncode == 0 and "CA:FALSE" in result.stdout
 
 
 def fingerprint(cert: Path) -> str:

@@ -7,11 +7,13 @@ or its brotli modules are missing.
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from loadtest import manifest as manifests
+from loadtest import tls
 from loadtest.check import conformance_command, run_conformance
 from loadtest.native import NativeRunner, base_env
 from loadtest.ports import free_port
@@ -87,3 +89,18 @@ def test_bench_accepts_variant_ids_and_defaults_to_plain_stacks(tmp_path):
     assert "@" not in "".join(stacks([])) and "nginx-static" in stacks([])
     with pytest.raises(KnobError, match="nginx-static@fast"):
         stacks(["nginx-static@fast"])
+
+
+def test_a_cached_ca_certificate_is_replaced_by_a_server_certificate(tmp_path):
+    """Certificates made before they were marked CA:FALSE are not reused."""
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+         "-nodes", "-days", "30", "-subj", "/CN=localhost",
+         "-addext", "basicConstraints=critical,CA:TRUE",
+         "-keyout", str(tmp_path / "key.pem"), "-out", str(tmp_path / "cert.pem")],
+        check=True, capture_output=True, timeout=60,
+    )  # fmt: skip
+    old = (tmp_path / "cert.pem").read_bytes()
+    files = tls.self_signed(tmp_path)
+    assert files.cert.read_bytes() != old
+    assert tls.self_signed(tmp_path).cert.read_bytes() == files.cert.read_bytes()  # reused now

@@ -155,6 +155,14 @@ def test_oha_command_open_loop():
         assert flag in command
     assert command[command.index("-q") + 1] == "5000"
     assert command[command.index("--output-format") + 1] == "json"
+    assert "--cacert" not in command
+
+
+def test_oha_trusts_the_runs_certificate_for_https():
+    spec = oha.LoadSpec(url="https://127.0.0.1:1/", connections=2, ca_cert="/run/cert.pem")
+    command = oha.Oha().command(spec)
+    assert command[command.index("--cacert") + 1] == "/run/cert.pem"
+    assert command[-1] == spec.url
 
 
 def test_every_tool_sends_the_scenarios_headers():

@@ -49,6 +49,9 @@ class LoadSpec:
     headers: tuple[tuple[str, str], ...] = ()
     http1: bool = False  # h2load: force HTTP/1.1 (--h1); the other tools speak only HTTP/1.1
     streams: int = 1  # h2load -m: concurrent streams per connection (HTTP/1.1: pipelining)
+    # The run's self-signed certificate for https URLs. oha verifies it (--cacert);
+    # wrk, ab and h2load do not verify certificates but do the full handshake.
+    ca_cert: str | None = None
 
     def header_lines(self) -> list[str]:
         return [f"{name}: {value}" for name, value in self.headers]

@@ -54,6 +54,8 @@ class Oha(Tool):
             command += ["-q", f"{spec.rate:g}", "--latency-correction"]
         for line in spec.header_lines():
             command += ["-H", line]
+        if spec.ca_cert:
+            command += ["--cacert", spec.ca_cert]
         command.append(spec.url)
         return command
 
