@@ -1,6 +1,6 @@
 """The static-site checker against a real nginx, with the committed configs and broken ones.
 
-nginx runs from servers/nginx-static (its build.sh and run.sh, on a free
+nginx runs from servers/nginx-static (its build-site.sh and run.sh, on a free
 port, with a certificate made for the test); a broken server is the same
 stack with one line of its config removed. Skipped where nginx, its brotli
 modules, brotli or openssl are missing.
@@ -54,8 +54,10 @@ class Nginx:
     """
 
     def __init__(self, tmp: Path, tls, config: str = "tuned", edits: dict | None = None) -> None:
-        self.folder = tmp / "stack"
+        # The copy keeps the layout run.sh expects: servers/<stack> next to _shared.
+        self.folder = tmp / "servers" / STACK.name
         shutil.copytree(STACK, self.folder)
+        shutil.copytree(STACK.parent / "_shared" / "static", tmp / "servers" / "_shared" / "static")
         template = self.folder / f"nginx-{config}.conf"
         text = template.read_text()
         for old, new in (edits or {}).items():
@@ -75,7 +77,10 @@ class Nginx:
             **tls.env(),
         )
         (tmp / "build").mkdir()
-        subprocess.run(["bash", "build.sh"], cwd=self.folder, env=self.env, check=True, timeout=60)
+        subprocess.run(
+            ["bash", "../_shared/static/build-site.sh"],
+            cwd=self.folder, env=self.env, check=True, timeout=60,
+        )  # fmt: skip
         self.log = (tmp / "nginx.log").open("w")
         self.process = subprocess.Popen(
             ["bash", "run.sh"],

@@ -10,23 +10,10 @@ template="$here/apache-$config.conf"
 : "${TLS_CERT:?TLS_CERT must name the PEM certificate}" "${TLS_KEY:?TLS_KEY must name the PEM key}"
 : "${PORT:?PORT must be set}" "${BUILD_DIR:?BUILD_DIR must be set}"
 docroot="${STATIC_ROOT:-$BUILD_DIR/site}"
+# shellcheck source=../_shared/static/lib.sh
+source "$here/../_shared/static/lib.sh"
 
-# WORKERS unset: the CPUs this process may use, cgroup-aware. nproc honours
-# the affinity mask (taskset, cpuset); a CFS quota lowers it further.
-cpus() {
-  local n quota period
-  n=$(nproc)
-  if [[ -r /sys/fs/cgroup/cpu.max ]]; then
-    read -r quota period </sys/fs/cgroup/cpu.max
-  elif [[ -r /sys/fs/cgroup/cpu/cpu.cfs_quota_us ]]; then
-    quota=$(</sys/fs/cgroup/cpu/cpu.cfs_quota_us) period=$(</sys/fs/cgroup/cpu/cpu.cfs_period_us)
-  fi
-  if [[ ${quota:-max} =~ ^[0-9]+$ ]] && ((quota > 0)); then
-    local limit=$(((quota + period - 1) / period))
-    ((limit < n)) && n=$limit
-  fi
-  echo "$n"
-}
+# WORKERS unset: the CPUs this process may use (lib.sh).
 workers="${WORKERS:-$(cpus)}"
 
 # Started as root, httpd hands its children to www-data (Debian's
@@ -34,11 +21,7 @@ workers="${WORKERS:-$(cpus)}"
 user_lines=""
 if [[ $(id -u) -eq 0 ]]; then
   user_lines="User www-data\nGroup www-data"
-  if ! runuser -u www-data -- test -r "$docroot/index.html"; then
-    echo "apache-static: the children run as www-data, which cannot read $docroot/index.html;" \
-      "make every folder above it searchable (chmod o+x) or use a BUILD_DIR elsewhere" >&2
-    exit 2
-  fi
+  require_site_readable_by_www_data apache-static "$docroot"
 fi
 
 # Debian's module .conf files name their runtime folders through these

@@ -1,0 +1,29 @@
+# Shell functions shared by the static stacks' run.sh (sourced, not run).
+
+# The CPUs this process may use, cgroup-aware: nproc honours the affinity mask
+# (taskset, cpuset) and a CFS quota lowers it further, rounded up. This is
+# WORKERS when the harness does not set it.
+cpus() {
+  local n quota period
+  n=$(nproc)
+  if [[ -r /sys/fs/cgroup/cpu.max ]]; then
+    read -r quota period </sys/fs/cgroup/cpu.max
+  elif [[ -r /sys/fs/cgroup/cpu/cpu.cfs_quota_us ]]; then
+    quota=$(</sys/fs/cgroup/cpu/cpu.cfs_quota_us) period=$(</sys/fs/cgroup/cpu/cpu.cfs_period_us)
+  fi
+  if [[ ${quota:-max} =~ ^[0-9]+$ ]] && ((quota > 0)); then
+    local limit=$(((quota + period - 1) / period))
+    ((limit < n)) && n=$limit
+  fi
+  echo "$n"
+}
+
+# Started as root, nginx and Apache hand their workers to www-data (Debian's
+# default user). Fail early, with the fix, when www-data cannot read the site.
+require_site_readable_by_www_data() { # NAME DOCROOT
+  if ! runuser -u www-data -- test -r "$2/index.html"; then
+    echo "$1: the workers run as www-data, which cannot read $2/index.html;" \
+      "make every folder above it searchable (chmod o+x) or use a BUILD_DIR elsewhere" >&2
+    exit 2
+  fi
+}
