@@ -20,13 +20,10 @@ from __future__ import annotations
 
 import contextlib
 import grp
-import http.client
 import os
 import pwd
 import re
 import shutil
-import signal
-import ssl
 import subprocess
 import time
 from dataclasses import dataclass
@@ -37,13 +34,12 @@ from . import tls
 from .cgroups import CgroupLimits, LimitsUnavailable
 from .errors import StepError
 from .manifest import REPO_ROOT, Manifest
-from .native import group_pids, spawn_group, tail, wait_group_empty
+from .native import ProcessGroupServer, answers_http, spawn_group
 from .ports import free_port
 from .runner import Limits, Runner
 
 TEMPLATES = Path(__file__).with_name("fronts")
 KINDS = ("none", "nginx", "apache")
-CLEAN_EXIT_CODES = {0, 143, -signal.SIGTERM}
 # Unprivileged user for the workers when the harness runs as root.
 WORKER_USERS = ("www-data", "nobody")
 PLACEHOLDER = re.compile(r"@[A-Z_]+@")
@@ -147,7 +143,7 @@ def render(
     return text
 
 
-class Front:
+class Front(ProcessGroupServer):
     """One front process (nginx or Apache httpd) proxying to `upstream` (host:port)."""
 
     def __init__(
@@ -164,6 +160,7 @@ class Front:
         if path is None:
             raise StepError(f"front-{kind}", "prerequisites", refusal(kind, []) or "")
         self.kind = kind
+        self.name = f"front-{kind}"
         self.port = port or free_port()
         self.base_url = f"https://127.0.0.1:{self.port}"
         self.tls_cert = tls_files.cert
@@ -190,80 +187,12 @@ class Front:
             cgroup=cgroup,
         )
 
-    def answers(self) -> bool:
+    def _answers(self) -> bool:
         """An HTTPS answer from the stack through the front (a 5xx is the front's own)."""
-        context = ssl.create_default_context(cafile=str(self.tls_cert))
-        connection = http.client.HTTPSConnection("127.0.0.1", self.port, timeout=2, context=context)
-        try:
-            connection.request("GET", "/")
-            response = connection.getresponse()
-            response.read()
-            return response.status < 500
-        except (OSError, http.client.HTTPException):
-            return False
-        finally:
-            connection.close()
+        return answers_http(self.port, self.tls_cert, accept=lambda status: status < 500)
 
-    def wait_ready(self, timeout: float) -> float:
-        started = time.monotonic()
-        while time.monotonic() < started + timeout:
-            if self.process.poll() is not None:
-                raise StepError(
-                    f"front-{self.kind}",
-                    "start",
-                    f"{self.kind} exited with code {self.process.returncode} (config: "
-                    f"{self.config_path})",
-                    self.output_tail(),
-                )
-            if self.answers():
-                return time.monotonic() - started
-            time.sleep(0.1)
-        self.kill()
-        raise StepError(
-            f"front-{self.kind}",
-            "wait-ready",
-            f"no HTTPS answer on {self.base_url} within {timeout:.0f} s",
-            self.output_tail(),
-        )
-
-    def pids(self) -> list[int]:
-        return group_pids(self.process.pid)
-
-    def is_alive(self) -> bool:
-        return self.process.poll() is None
-
-    def output_tail(self, lines: int = 40) -> str:
-        return tail(self.log_path, lines)
-
-    def stop(self, timeout: float = 15.0) -> int:
-        """SIGTERM (nginx: fast shutdown; Apache: stop), wait, then SIGKILL if needed."""
-        name = f"front-{self.kind}"
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.kill()
-                raise StepError(
-                    name, "stop", f"did not exit within {timeout:.0f} s of SIGTERM; killed",
-                    self.output_tail(),
-                ) from None  # fmt: skip
-        leftovers = wait_group_empty(self.process.pid, 5.0)
-        self.kill()
-        code = self.process.returncode
-        if leftovers:
-            raise StepError(name, "stop", f"left processes running after exit: {leftovers}")
-        if code not in CLEAN_EXIT_CODES:
-            raise StepError(name, "stop", f"exit code {code} after SIGTERM", self.output_tail())
-        return code
-
-    def kill(self) -> None:
-        """Kill the whole process group, whatever state it is in; never raises."""
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.process.pid, signal.SIGKILL)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.process.wait(5)
-        wait_group_empty(self.process.pid, 5.0)
+    def _start_hint(self) -> str:
+        return f" (config: {self.config_path})"
 
 
 class FrontedServer:

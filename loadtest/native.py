@@ -136,13 +136,132 @@ class NativeRunner:
         return {"runtime_native": text[0] if text else "unknown"}
 
 
-class NativeServer:
+class ProcessGroupServer:
+    """A server started with spawn_group: its process group, log and clean stop.
+
+    Subclasses set `process`, `log_path` and `name` (who a StepError names),
+    and may override `_release` to free what they own once the group is gone.
+    """
+
+    name: str
+    process: subprocess.Popen
+    log_path: Path
+    base_url: str
+    port: int
+    tls_cert: Path | None
+
+    def wait_ready(self, timeout: float = 60.0) -> float:
+        """Seconds until the server answers; StepError if it exits or stays silent."""
+        started = time.monotonic()
+        while time.monotonic() < started + timeout:
+            if self.process.poll() is not None:
+                raise StepError(
+                    self.name,
+                    "start",
+                    f"exited with code {self.process.returncode} before it was ready"
+                    + self._start_hint(),
+                    self.output_tail(),
+                )
+            if self._answers():
+                return time.monotonic() - started
+            time.sleep(0.1)
+        self.kill()
+        protocol = "HTTPS" if self.base_url.startswith("https:") else "HTTP"
+        raise StepError(
+            self.name,
+            "wait-ready",
+            f"no {protocol} answer on {self.base_url} within {timeout:.0f} s",
+            self.output_tail(),
+        )
+
+    def _answers(self) -> bool:
+        return answers_http(self.port, self.tls_cert)
+
+    def _start_hint(self) -> str:
+        """Added to the message when the server exits during start-up."""
+        return ""
+
+    def pids(self) -> list[int]:
+        """The process group: the server and every worker it forked."""
+        return group_pids(self.process.pid)
+
+    def is_alive(self) -> bool:
+        return self.process.poll() is None
+
+    def output_tail(self, lines: int = 40) -> str:
+        return tail(self.log_path, lines)
+
+    def stop(self, timeout: float = 15.0) -> int:
+        """SIGTERM, wait, then SIGKILL; an unclean stop raises StepError."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.kill()
+                raise StepError(
+                    self.name,
+                    "stop",
+                    f"did not exit within {timeout:.0f} s of SIGTERM; killed",
+                    self.output_tail(),
+                ) from None
+        # Workers follow their parent out a moment later; any left is a defect.
+        leftovers = wait_group_empty(self.process.pid, 3.0)
+        self.kill()
+        code = self.process.returncode
+        if leftovers:
+            raise StepError(self.name, "stop", f"left processes running after exit: {leftovers}")
+        if code not in CLEAN_EXIT_CODES:
+            raise StepError(
+                self.name, "stop", f"exit code {code} after SIGTERM", self.output_tail()
+            )
+        return code
+
+    def kill(self) -> None:
+        """Kill the whole process group, whatever state it is in; never raises."""
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(5)
+        # Workers die a moment after the signal; wait so the next server
+        # finds the port free and the cgroup empty.
+        wait_group_empty(self.process.pid, 5.0)
+        self._release()
+
+    def _release(self) -> None:
+        """Free what the server owns besides its processes (nothing by default)."""
+
+
+def answers_http(port: int, tls_cert: Path | None, accept=lambda status: True) -> bool:
+    """Whether 127.0.0.1:port answers one GET / (over TLS trusting exactly `tls_cert`).
+
+    A refused connection or a failed handshake is "not ready"; `accept`
+    judges the status code of an answer.
+    """
+    if tls_cert is not None:
+        context = ssl.create_default_context(cafile=str(tls_cert))
+        connection = http.client.HTTPSConnection("127.0.0.1", port, timeout=2, context=context)
+    else:
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+    try:
+        connection.request("GET", "/")
+        response = connection.getresponse()
+        response.read()
+        return accept(response.status)
+    except (OSError, http.client.HTTPException):
+        return False
+    finally:
+        connection.close()
+
+
+class NativeServer(ProcessGroupServer):
     """One running stack: its process group, its log and its limits."""
 
     def __init__(
         self, manifest: Manifest, limits: Limits, port: int, tls: TlsFiles | None = None
     ) -> None:
         self.manifest = manifest
+        self.name = manifest.name
         self.port = port
         self.tls = tls
         # The certificate every client of this server trusts; None for plain HTTP.
@@ -182,96 +301,7 @@ class NativeServer:
             cgroup=self.cgroup,
         )
 
-    def wait_ready(self, timeout: float = 60.0) -> float:
-        started = time.monotonic()
-        deadline = started + timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise StepError(
-                    self.manifest.name,
-                    "start",
-                    f"exited with code {self.process.returncode} before it was ready",
-                    self.output_tail(),
-                )
-            if self._answers_http():
-                return time.monotonic() - started
-            time.sleep(0.2)
-        self.kill()
-        raise StepError(
-            self.manifest.name,
-            "wait-ready",
-            f"no {'HTTPS' if self.tls else 'HTTP'} answer on {self.base_url} within {timeout:.0f} s",
-            self.output_tail(),
-        )
-
-    def _answers_http(self) -> bool:
-        if self.tls:
-            # Trusting exactly the run's certificate: a handshake failure is "not ready".
-            context = ssl.create_default_context(cafile=str(self.tls.cert))
-            connection = http.client.HTTPSConnection(
-                "127.0.0.1", self.port, timeout=2, context=context
-            )
-        else:
-            connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=2)
-        try:
-            connection.request("GET", "/")
-            connection.getresponse().read()
-            return True
-        except (OSError, http.client.HTTPException):
-            return False
-        finally:
-            connection.close()
-
-    def pids(self) -> list[int]:
-        """The process group: the server and every worker it forked."""
-        return group_pids(self.process.pid)
-
-    def is_alive(self) -> bool:
-        return self.process.poll() is None
-
-    def output_tail(self, lines: int = 40) -> str:
-        return tail(self.log_path, lines)
-
-    def stop(self, timeout: float = 15.0) -> int:
-        """SIGTERM, wait, then SIGKILL; an unclean stop raises StepError."""
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.kill()
-                raise StepError(
-                    self.manifest.name,
-                    "stop",
-                    f"did not exit within {timeout:.0f} s of SIGTERM; killed",
-                    self.output_tail(),
-                ) from None
-        leftovers = self._wait_group_empty(timeout=3.0)
-        self.kill()
-        code = self.process.returncode
-        if leftovers:
-            raise StepError(
-                self.manifest.name, "stop", f"left processes running after exit: {leftovers}"
-            )
-        if code not in CLEAN_EXIT_CODES:
-            raise StepError(
-                self.manifest.name, "stop", f"exit code {code} after SIGTERM", self.output_tail()
-            )
-        return code
-
-    def _wait_group_empty(self, timeout: float) -> list[int]:
-        """Give workers a moment to follow their parent out; returns any left behind."""
-        return wait_group_empty(self.process.pid, timeout)
-
-    def kill(self) -> None:
-        """Kill the whole process group, whatever state it is in; never raises."""
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.process.pid, signal.SIGKILL)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.process.wait(5)
-        # Workers die a moment after the signal; wait so the next stack
-        # finds the port free and the cgroup empty.
-        self._wait_group_empty(timeout=5.0)
+    def _release(self) -> None:
         self.cgroup.remove()
 
     def __enter__(self) -> NativeServer:

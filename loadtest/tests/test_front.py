@@ -31,7 +31,7 @@ from loadtest import cli, front, plan, tls
 from loadtest.check import check_stack
 from loadtest.errors import StepError
 from loadtest.manifest import REPO_ROOT, Manifest
-from loadtest.native import NativeRunner, group_pids
+from loadtest.native import CLEAN_EXIT_CODES, NativeRunner, group_pids
 from loadtest.ports import free_port
 from loadtest.runner import Limits
 
@@ -190,7 +190,7 @@ def test_stop_leaves_no_process_and_a_killed_front_is_an_unclean_stop(
     proxy = started_front(kind, counted_reference, folder, tls_files)
     pgid = proxy.process.pid
     assert len(proxy.pids()) >= 2, "a master and its workers"
-    assert proxy.stop() in front.CLEAN_EXIT_CODES
+    assert proxy.stop() in CLEAN_EXIT_CODES
     assert group_pids(pgid) == [] and not proxy.is_alive()
 
     proxy = started_front(kind, counted_reference, folder, tls_files)
