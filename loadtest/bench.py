@@ -12,6 +12,10 @@ Order of a run:
    case, then stopped (an unclean stop is recorded);
 4. the calibration responder (nginx) is one more instance in every round;
 5. summary tables, charts and report.html from results.jsonl.
+The runner: RUNNER=auto (the default) takes Docker when a daemon answers and
+Compose v2 is present, else native; RUNNER=docker|native forces one. In a
+Docker run every load tool, the ceiling's included, runs in the loadgen
+container (loadtest/docker.py), pinned to the client cores by its cpuset.
 Ctrl-C stops the current case, keeps everything measured and still writes
 the summary; `--resume RUN` measures only what is missing. A results folder
 that stops taking writes (full disk, read-only) ends the run at once, with
@@ -55,9 +59,9 @@ from .results import (
     run_folder,
     write_json_atomic,
 )
-from .runner import Limits, get_runner
+from .runner import Limits, RunnerUnavailable, choose_runner, get_runner
 from .tools import get_tool
-from .tools.base import ToolError, client_bound, tool_cpu_share
+from .tools.base import HOST, Executor, ToolError, client_bound, tool_cpu_share
 
 READY_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 15.0
@@ -133,6 +137,10 @@ class Bench:
         self.task = None
         self.cases_total = 0
         self.cases_run = 0
+        self.runner_choice: dict = {}
+        # Where load tools run: this host, or the loadgen container in a Docker run.
+        self.executor: Executor = HOST
+        self.client = None  # the loadgen container while a Docker run measures
         # The nice value actually used: the knob when this process may raise it.
         self.priority = knobs.priority if can_raise(knobs.priority) else 0
 
@@ -159,10 +167,28 @@ class Bench:
             )
         return [s for s in wanted if s in known]
 
-    def check_tools(self) -> None:
+    def choose_runner(self) -> None:
+        """Resolve RUNNER=auto, say which runner and why (raises RunnerUnavailable)."""
+        requested = self.knobs.runner
+        chosen, reason = choose_runner(requested)
+        if self.resume and requested != "auto":
+            reason = f"the run's own runner ({reason})"
+        self.knobs.runner = chosen
+        self.runner_choice = {"requested": requested, "chosen": chosen, "reason": reason}
+        self.console.print(f"runner: {chosen} — {escape(reason)}")
+
+    def needed_tools(self) -> list[str]:
         # wrk also warms up and finds the peak; h2load warms up its own cases.
-        needed = {self.knobs.tool} if self.knobs.tool == "h2load" else {"wrk", self.knobs.tool}
-        for name in sorted(needed):
+        tool = self.knobs.tool
+        return [tool] if tool == "h2load" else sorted({"wrk", tool})
+
+    def check_tools(self) -> None:
+        if self.knobs.runner == "docker":
+            # The tools are the loadgen image's, checked when it starts (start_client).
+            needed: list[str] = []
+        else:
+            needed = self.needed_tools()
+        for name in needed:
             tool = get_tool(name)
             if name == "oha" and not tool.available():
                 install_oha(self.console)
@@ -236,7 +262,9 @@ class Bench:
             "command": sys.argv,
             "git": git_info(),
             "host": host_info(),
-            "tools": self.tool_versions(),
+            "tools": self.tool_versions() if self.knobs.runner == "native" else {},
+            "runner": self.runner_choice,
+            "client": {"where": "host"} if self.knobs.runner == "native" else {},
             "knobs": self.knobs.to_dict(),
             "stacks": manifests,
             "runtime_versions": {},
@@ -262,6 +290,7 @@ class Bench:
     def run(self, dry_run: bool = False) -> int:
         try:
             stacks = self.stacks()
+            self.choose_runner()
             self.check_tools()
             try:
                 self.runner = get_runner(self.knobs.runner)
@@ -270,7 +299,7 @@ class Bench:
             # A tls = true stack's certificate lives in the results folder.
             self.runner.tls_folder = self.folder / "tls"
             self.use_front(stacks)
-        except (KnobError, ToolError) as exc:
+        except (KnobError, ToolError, RunnerUnavailable) as exc:
             self.console.print(f"[red]bench: {escape(str(exc))}[/]")
             return 2
         self.contracts = stack_contracts(stacks)
@@ -301,8 +330,10 @@ class Bench:
         previous_handler = signal.signal(signal.SIGTERM, _raise_interrupt)
         try:
             self.prepare(stacks, run_info)
+            client_ready = self.start_client(run_info)
             self.write_run_info(run_file, run_info)
-            self.measure(the_plan)
+            if client_ready:
+                self.measure(the_plan)
         except KeyboardInterrupt:
             self.interrupted = True
             self.console.print(
@@ -319,6 +350,9 @@ class Bench:
             )
         finally:
             signal.signal(signal.SIGTERM, previous_handler)
+            if self.client is not None:
+                self.client.close()
+                self.client = None
             self.writer.close()
             if self.interrupted:
                 run_info["status"] = "interrupted"
@@ -340,6 +374,43 @@ class Bench:
                 self.write_failed = WriteFailed(None, exc)
             self.console.print(f"[red]✗ {escape(str(WriteFailed(None, exc)))}: "
                                f"{RUN_FILE} keeps its earlier content[/]")  # fmt: skip
+
+    def start_client(self, run_info: dict) -> bool:
+        """Docker runs: the loadgen container (built if needed) becomes the executor.
+
+        Every load tool of the run, the ceiling's too, then runs in it, so the
+        stacks and the ceiling are measured by the same client. False when it
+        cannot run: nothing is measured and the run fails with the reason.
+        """
+        if self.knobs.runner != "docker":
+            return True
+        self.console.print(escape("[loadgen] build and start …"))
+        try:
+            self.client = self.runner.load_client(self.knobs.client_cpus)
+            for name in self.needed_tools():
+                self.client.binary(get_tool(name))
+            info = self.client.provenance()
+        except ToolError as exc:
+            self.fail(StepError("loadgen", "prerequisites", str(exc)))
+            return False
+        except StepError as exc:
+            self.fail(exc)
+            return False
+        self.executor = self.client
+        run_info["client"] = info
+        # The tools that produce the numbers are the image's; nginx (the ceiling) is the host's.
+        run_info["tools"] = {**info["tools"], "nginx": calibration.version()}
+        self.console.print(
+            f"[loadgen] load tools run in the loadgen container on client cores "
+            f"{_cpus(self.knobs.client_cpus)} (cpuset {info.get('cpuset', '?')}): "
+            + escape(", ".join(f"{k} {v}" for k, v in info["tools"].items()))
+        )
+        if self.priority:
+            self.console.print(
+                f"[yellow]PRIORITY={self.priority} applies to the servers only: the load tool in "
+                "the loadgen container runs at normal priority (it has no CAP_SYS_NICE)[/]"
+            )
+        return True
 
     def print_plan(self, stacks: list[str], the_plan: list[Instance]) -> None:
         k = self.knobs
@@ -670,7 +741,7 @@ class Bench:
                     instance.repetition, "warmup", instance.cores)  # fmt: skip
         self.progress.update(self.task, description=f"{instance.stack} {scenario} warm-up")
         raw = self.folder / "raw" / "warmup" / _raw_name(case)
-        get_tool(tool).run(self.spec(server, case, duration=self.knobs.warmup), raw)
+        get_tool(tool).run(self.spec(server, case, duration=self.knobs.warmup), raw, self.executor)
 
     def run_case(self, server, instance: Instance, case: Case) -> None:
         k = self.knobs
@@ -700,7 +771,7 @@ class Bench:
         sampler = UsageSampler(server.pids, cpus, k.client_cpus)
         sampler.start()
         try:
-            result = tool.run(spec, self.folder / "raw" / _raw_name(case, self.seq))
+            result = tool.run(spec, self.folder / "raw" / _raw_name(case, self.seq), self.executor)
         finally:
             usage = sampler.stop()
         alive = server.is_alive()
@@ -732,6 +803,8 @@ class Bench:
             "runner": "native" if case.stack == calibration.NAME else k.runner,
             # The TLS front the stack was measured behind ("none": plain HTTP; the ceiling never).
             "front": "none" if case.stack == calibration.NAME else k.front,
+            # Where the load tool ran: "host" or "loadgen-container" (a Docker run).
+            "client": self.executor.where,
             "scenario": case.scenario,
             "path": case.path,
             "connections": case.connections,

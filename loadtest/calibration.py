@@ -7,6 +7,11 @@ the client or the loopback, not by itself. nginx serves precomputed files of
 the same sizes as the contract's bodies (hello, n=1/10/100 KB, workday), so
 each scenario has its own ceiling. The generated config and site live in the
 results folder, next to the numbers they produced.
+
+nginx always runs on the host (pinned to the server cores, as a stack's
+container is by its cpuset). In a Docker run it is loaded from the loadgen
+container like the stacks, over the same host network: the same client and
+the same path, so the ceiling still bounds what the run can measure.
 """
 
 from __future__ import annotations

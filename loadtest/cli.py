@@ -55,8 +55,18 @@ def cmd_validate(args: argparse.Namespace) -> int:
 def cmd_check(args: argparse.Namespace) -> int:
     from . import front
     from .check import check_all
-    from .runner import get_runner
+    from .runner import RunnerUnavailable, choose_runner, get_runner
 
+    # Native unless RUNNER says otherwise: the contributor's fast loop needs no images.
+    try:
+        if args.runner is None:
+            chosen, reason = "native", "the default of check; RUNNER=docker or auto for containers"
+        else:
+            chosen, reason = choose_runner(args.runner)
+    except RunnerUnavailable as exc:
+        print(f"check: {exc}", file=sys.stderr)
+        return 2
+    print(f"runner: {chosen} — {reason}")
     if args.servers:
         stacks = manifests.load_all(stack_list(args.servers))
     else:
@@ -69,7 +79,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     if refusal:
         print(f"check: {refusal}", file=sys.stderr)
         return 2
-    runner = front.wrap(get_runner(args.runner), args.front, front.DEFAULT_FOLDER)
+    runner = front.wrap(get_runner(chosen), args.front, front.DEFAULT_FOLDER)
     if args.front != "none":
         print(f"every stack behind a TLS + HTTP/2 front: {front.version(args.front)}")
     return check_all(runner, stacks)
@@ -157,7 +167,11 @@ def parser() -> argparse.ArgumentParser:
 
     check = sub.add_parser("check", help="build, start and verify stacks")
     check.add_argument("--servers", help="comma-separated stack names (default: all)")
-    check.add_argument("--runner", default="native", choices=("native", "docker"))
+    check.add_argument(
+        "--runner",
+        choices=("native", "docker", "auto"),
+        help="native (default), docker, or auto (Docker when a daemon answers)",
+    )
     check.add_argument(
         "--front", default="none", help="TLS reverse proxy before each stack: none, nginx, apache"
     )

@@ -11,9 +11,10 @@ CPU and memory are read from the container's own cgroup (v1 or v2), found
 through its init process; `pids()` lists the container's processes as host
 PIDs, so the bench's process sampler works unchanged.
 
-Load tools run in the `loadgen` container (`load_client()`), pinned to the
-client cores by its cpuset; their CPU time is the container's cgroup CPU
-time over the run.
+In a Docker bench every load tool runs in the `loadgen` container
+(`load_client()`, an executor of loadtest/tools/base.py), pinned to the
+client cores by its cpuset, on the host network; the tool's CPU time is the
+container's cgroup CPU time over the run.
 
 Base images: the Dockerfiles' defaults (official images) unless
 SERVERLAB_BASE_IMAGES=standin, which substitutes local stand-ins built by
@@ -612,13 +613,18 @@ class DockerServer(Container):
 class LoadgenClient(Container):
     """The loadgen container; load tools run in it with `docker exec`.
 
-    `run_tool` has the signature and result of loadtest.tools.base.run_tool,
-    so a bench can swap it in: (exit code, stdout, stderr, tool CPU s, wall s).
+    An executor of loadtest.tools.base (`Tool.run(spec, raw, executor=client)`):
+    `run_tool` has the signature and result of loadtest.tools.base.run_tool
+    (exit code, stdout, stderr, tool CPU s, wall s); raw outputs are written
+    on the host, at the same paths as natively.
     """
+
+    where = "loadgen-container"
 
     def __init__(self, client_cpus: tuple[int, ...] | None = None) -> None:
         self.service = "loadgen"
         self.client_cpus = client_cpus
+        self._present: dict[str, bool] = {}
         self._up(limits_env(Limits(), client_cpus), "loadgen")
         deadline = time.monotonic() + 30
         while not self.is_alive():
@@ -634,9 +640,22 @@ class LoadgenClient(Container):
         return argument
 
     def which(self, binary: str) -> bool:
-        result = docker("exec", self.container_id, "sh", "-c", f"command -v {shlex.quote(binary)}",
-                        check=False, timeout=30)  # fmt: skip
-        return result.returncode == 0
+        if binary not in self._present:
+            probe = f"command -v {shlex.quote(binary)}"
+            result = docker("exec", self.container_id, "sh", "-c", probe, check=False, timeout=30)
+            self._present[binary] = result.returncode == 0
+        return self._present[binary]
+
+    def binary(self, tool) -> str:
+        """The tool's program name in the image (its own PATH), checked once."""
+        from .tools.base import ToolError
+
+        if not self.which(tool.binary):
+            raise ToolError(
+                f"{tool.name}: {tool.binary} not found in the loadgen image "
+                "(docker/loadgen/Dockerfile; `make build` rebuilds it)"
+            )
+        return tool.binary
 
     def tool_versions(self) -> dict:
         """Versions of the load tools inside the image, for the provenance."""
@@ -651,6 +670,26 @@ class LoadgenClient(Container):
             versions[tool] = result.stdout.strip() or "missing"
         return versions
 
+    def provenance(self) -> dict:
+        """Where the load came from: image, container cpuset, tool versions."""
+        info = {
+            "where": self.where,
+            "image": compose_file.image_name("loadgen"),
+            "image_id": image_id(compose_file.image_name("loadgen")),
+            "tools": self.tool_versions(),
+            "network": "host",
+        }
+        with contextlib.suppress(StepError, OSError, KeyError, IndexError):
+            info["cpuset"] = self.cgroup().limits()["cpuset"]
+        return info
+
+    def argv(self, command: list[str], cpus: tuple[int, ...] | None = None) -> list[str]:
+        """The command as it runs in the container: repository paths mapped, pinned."""
+        argv = [os.path.basename(command[0]), *(self.translate(a) for a in command[1:])]
+        if cpus:
+            argv = ["taskset", "-c", ",".join(map(str, cpus)), *argv]
+        return argv
+
     def run_tool(
         self,
         command: list[str],
@@ -662,12 +701,9 @@ class LoadgenClient(Container):
         # `priority` (a higher scheduling priority for the tool) is accepted for
         # the signature but not applied: the container has no CAP_SYS_NICE.
         del priority
-        argv = [os.path.basename(command[0]), *(self.translate(a) for a in command[1:])]
-        if cpus:
-            argv = ["taskset", "-c", ",".join(map(str, cpus)), *argv]
         # The deadline is enforced inside the container: killing `docker exec`
         # would leave the tool running there.
-        argv = ["timeout", "--signal=KILL", f"{max(1, int(timeout_s))}", *argv]
+        argv = ["timeout", "--signal=KILL", f"{max(1, int(timeout_s))}", *self.argv(command, cpus)]
         raw_prefix.parent.mkdir(parents=True, exist_ok=True)
         out_path = raw_prefix.with_name(raw_prefix.name + ".stdout")
         err_path = raw_prefix.with_name(raw_prefix.name + ".stderr")
@@ -851,7 +887,7 @@ def smoke_steps(servers: list[str] | None, bench: bool) -> int:
         failures.append("Docker tests failed (see above)")
 
     if bench:
-        stage("smoke benchmark with the Docker runner (one stack per language)")
+        stage("smoke bench: Docker runner, load from the loadgen container, one stack a language")
         by_language: dict[str, str] = {}
         for manifest in selected:
             if manifest.name in passed:
@@ -883,7 +919,10 @@ def smoke_default_servers() -> list[str]:
 
 
 def smoke_bench(stacks: list[str]) -> list[str]:
-    """`loadtest bench --runner docker --profile smoke` when the bench command exists."""
+    """`loadtest bench --runner docker --profile smoke`, then check that every
+    measurement's load came from the loadgen container."""
+    from .results import RESULTS_FILE, RESULTS_ROOT, read_records
+
     if not stacks:
         return ["no stack passed its checks: nothing to benchmark"]
     probe = subprocess.run(
@@ -892,14 +931,25 @@ def smoke_bench(stacks: list[str]) -> list[str]:
     if probe.returncode != 0:
         print("`loadtest bench` is not present: the containers were checked for conformance only")
         return []
-    env = dict(os.environ)
+    before = set(RESULTS_ROOT.glob("*/")) if RESULTS_ROOT.is_dir() else set()
     result = subprocess.run(
         [sys.executable, "-m", "loadtest", "bench", "--runner", "docker", "--profile", "smoke",
          "--servers", ",".join(stacks)],
         cwd=REPO_ROOT,
-        env=env,
+        env=dict(os.environ),
     )  # fmt: skip
-    return [] if result.returncode == 0 else [f"docker smoke bench exited {result.returncode}"]
+    if result.returncode != 0:
+        return [f"docker smoke bench exited {result.returncode}"]
+    runs = [p for p in RESULTS_ROOT.glob("*/") if p not in before and (p / RESULTS_FILE).is_file()]
+    if len(runs) != 1:
+        return [f"docker smoke bench: expected one new run under {RESULTS_ROOT}, found {len(runs)}"]
+    measured = [r for r in read_records(runs[0] / RESULTS_FILE) if r.get("kind") == "measurement"]
+    elsewhere = sorted({r.get("client") for r in measured} - {LoadgenClient.where})
+    if not measured or elsewhere:
+        return [f"docker smoke bench: load not (only) from the loadgen container: {elsewhere}"]
+    print(f"docker smoke bench: {len(measured)} measurements, all from the loadgen container "
+          f"({runs[0].relative_to(REPO_ROOT)})")  # fmt: skip
+    return []
 
 
 def cmd_up(args: argparse.Namespace) -> int:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from . import calibration
 from .cgroups import parse_memory
+from .runner import RUNNERS
 
 PROFILES_FILE = Path(__file__).with_name("profiles.toml")
 SCENARIOS = {
@@ -224,7 +225,8 @@ def resolve(profile: str = "", env: dict | None = None, cli: dict | None = None)
     server_default, client_default = default_cpus()
     typed.setdefault("server_cpus", server_default)
     typed.setdefault("client_cpus", client_default)
-    typed.setdefault("runner", "native")
+    # auto: Docker when a daemon answers (decided when the run starts, loadtest/runner.py).
+    typed.setdefault("runner", "auto")
     if "seed" not in typed:
         typed["seed"] = random.SystemRandom().randrange(1, 2**31)
         sources["seed"] = "random"
@@ -244,6 +246,8 @@ def validate(knobs: Knobs) -> None:
         raise KnobError(f"SCENARIOS: unknown {unknown or 'empty'}; use {', '.join(SCENARIOS)}")
     if not knobs.connections or min(knobs.connections) < 1:
         raise KnobError("CONNECTIONS must be a list of positive integers")
+    if knobs.runner not in RUNNERS:
+        raise KnobError(f"RUNNER={knobs.runner!r}: use one of {', '.join(RUNNERS)}")
     if knobs.tool not in TOOLS:
         raise KnobError(f"TOOL={knobs.tool!r}: use one of {', '.join(TOOLS)}")
     if knobs.front not in FRONTS:

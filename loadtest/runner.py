@@ -93,13 +93,48 @@ class Runner(Protocol):
     # without it has its stacks recorded with `"dependencies": null` and the reason.
 
 
+RUNNERS = ("auto", "native", "docker")
+
+
+class RunnerUnavailable(Exception):
+    """The runner that was asked for cannot run here."""
+
+
+def docker_problem() -> str | None:
+    """None when the Docker runner can work here (a daemon answers, Compose v2), else why not."""
+    from .docker import compose_problem, daemon_problem
+
+    return daemon_problem() or compose_problem()
+
+
+def choose_runner(requested: str, probe=docker_problem) -> tuple[str, str]:
+    """The runner for RUNNER=auto|native|docker and why: ("docker"|"native", reason).
+
+    auto: Docker when a daemon answers and Compose v2 is present, else native.
+    A forced RUNNER=docker without them raises RunnerUnavailable with the
+    reason. `probe` returns None when Docker is usable, else what is missing.
+    """
+    if requested not in RUNNERS:
+        raise RunnerUnavailable(f"RUNNER={requested}: use {', '.join(RUNNERS)}")
+    if requested == "native":
+        return "native", "RUNNER=native"
+    problem = probe()
+    if requested == "docker":
+        if problem:
+            raise RunnerUnavailable(f"RUNNER=docker, but {problem}")
+        return "docker", "RUNNER=docker"
+    if problem:
+        return "native", f"{problem}; RUNNER=docker to insist"
+    return "docker", "a Docker daemon answers and Compose v2 is present; RUNNER=native to avoid it"
+
+
 def get_runner(name: str) -> Runner:
     if name == "native":
         from .native import NativeRunner
 
         return NativeRunner()
     if name == "docker":
-        from .docker import DockerRunner  # added with the Docker path
+        from .docker import DockerRunner
 
         return DockerRunner()
     raise ValueError(f"unknown runner {name!r}: use native or docker")

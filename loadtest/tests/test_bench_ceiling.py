@@ -17,6 +17,7 @@ from loadtest import calibration
 from loadtest.results import read_records
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+NO_DAEMON = "unix:///nonexistent/serverlab-test/docker.sock"
 
 pytestmark = pytest.mark.skipif(
     calibration.nginx_path() is None or not os.path.exists("/usr/bin/wrk"),
@@ -43,7 +44,9 @@ def bench_args(argv):
 
 def bench(results: Path, *args: str, wait: bool = True):
     command = [sys.executable, "-c", PRELUDE + SCRIPT, "--results-dir", str(results), *args]
-    env = dict(os.environ, SEED="", DURATION="", PROFILE="")
+    # RUNNER=auto (the default) with a Docker socket nobody serves: the native
+    # runner, whether or not a daemon runs on this machine.
+    env = dict(os.environ, SEED="", DURATION="", PROFILE="", RUNNER="", DOCKER_HOST=NO_DAEMON)
     if wait:
         return subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True,
                               timeout=180, env=env)  # fmt: skip
@@ -71,8 +74,13 @@ def test_ceiling_only_run_and_resume(tmp_path):
         assert record["server"]["cpu_mean_pct"] is not None
         assert record["response"]["header_bytes"] > 100
         assert record["server_cpus"] != record["client_cpus"] or os.cpu_count() == 1
+        assert record["client"] == "host" and record["result"]["command"][0] == "taskset"
     run = json.loads((folder / "run.json").read_text())
     assert run["status"] == "complete" and run["knobs"]["seed"] == 7
+    assert run["runner"]["requested"] == "auto" and run["runner"]["chosen"] == "native"
+    assert "RUNNER=docker to insist" in run["runner"]["reason"]
+    assert run["knobs"]["runner"] == "native" and run["client"] == {"where": "host"}
+    assert "runner: native" in result.stdout
     assert run["git"]["commit"] and run["host"]["cpu_model"] and run["tools"]["wrk"]
     assert (folder / "report.html").is_file() and (folder / "calibration" / "nginx.conf").is_file()
     assert list((folder / "raw").glob("*.stdout"))

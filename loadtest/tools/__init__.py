@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .ab import Ab
-from .base import LoadResult, LoadSpec, Tool, ToolError
+from .base import HOST, Executor, LoadResult, LoadSpec, Tool, ToolError
 from .h2load import H2load
 from .oha import Oha
 from .wrk import Wrk
@@ -18,4 +18,4 @@ def get_tool(name: str) -> Tool:
         raise ToolError(f"unknown load tool {name!r}: use {', '.join(TOOLS)}") from None
 
 
-__all__ = ["LoadResult", "LoadSpec", "Tool", "ToolError", "TOOLS", "get_tool"]
+__all__ = ["HOST", "Executor", "LoadResult", "LoadSpec", "Tool", "ToolError", "TOOLS", "get_tool"]

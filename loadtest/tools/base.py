@@ -5,6 +5,11 @@ tool's raw output into a `LoadResult`. Running is shared: the tool is pinned
 to the client cores with taskset, its raw stdout/stderr are kept, and its
 CPU time is taken from the kernel's rusage of the exited process (wait4), so
 the client-bound flag does not depend on sampling.
+
+Where the tool runs is an `Executor`: `HOST` (this machine, the default) or
+another one with the same interface, such as the Docker runner's loadgen
+container (loadtest/docker.py `LoadgenClient`). The adapters are the same
+whichever executor runs them.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import subprocess
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from ..priority import raise_own_priority
 
@@ -182,6 +188,49 @@ def _wait_with_rusage(process: subprocess.Popen, deadline: float):
         time.sleep(0.02)
 
 
+class Executor(Protocol):
+    """Where a load tool runs: this host, or a container with the same interface."""
+
+    where: str  # recorded with every measurement: "host", "loadgen-container"
+
+    def binary(self, tool: Tool) -> str:
+        """The tool's program as this executor starts it; ToolError when it is missing."""
+
+    def run_tool(
+        self,
+        command: list[str],
+        raw_prefix: Path,
+        timeout_s: float,
+        cpus: tuple[int, ...] | None = None,
+        priority: int = 0,
+    ) -> tuple[int, str, str, float, float]:
+        """As `run_tool` below: raw output at `raw_prefix` on this host, CPU s, wall s."""
+
+    def argv(self, command: list[str], cpus: tuple[int, ...] | None) -> list[str]:
+        """The command line as it really runs there (recorded with the result)."""
+
+
+class HostExecutor:
+    """Load tools as child processes of the harness, pinned with taskset."""
+
+    where = "host"
+
+    def binary(self, tool: Tool) -> str:
+        path = tool.path()
+        if path is None:
+            raise ToolError(f"{tool.name}: {tool.binary} not found (see scripts/bootstrap.sh)")
+        return path
+
+    def run_tool(self, command, raw_prefix, timeout_s, cpus=None, priority=0):
+        return run_tool(command, raw_prefix, timeout_s, cpus, priority)
+
+    def argv(self, command: list[str], cpus: tuple[int, ...] | None) -> list[str]:
+        return pinned(command, cpus)
+
+
+HOST = HostExecutor()
+
+
 class Tool:
     """A load tool adapter: command line in, LoadResult out."""
 
@@ -211,19 +260,24 @@ class Tool:
         """Wall-clock seconds after which the tool is killed."""
         return spec.duration + spec.timeout + 30
 
-    def run(self, spec: LoadSpec, raw_prefix: Path) -> LoadResult:
+    def run(self, spec: LoadSpec, raw_prefix: Path, executor: Executor = HOST) -> LoadResult:
+        """Run the tool where `executor` says (this host by default) and parse its output."""
         command = self.command(spec)
-        code, out, err, cpu, wall = self.execute(spec, command, raw_prefix)
-        return self.finish(self.parse(out, err, code), spec, command, code, cpu, wall)
+        code, out, err, cpu, wall = self.execute(spec, command, raw_prefix, executor)
+        return self.finish(self.parse(out, err, code), spec, command, code, cpu, wall, executor)
 
-    def execute(self, spec: LoadSpec, command: list[str], raw_prefix: Path):
-        if not self.available():
-            raise ToolError(f"{self.name}: {self.binary} not found (see scripts/bootstrap.sh)")
-        command[0] = self.path()
-        return run_tool(command, raw_prefix, self.deadline(spec), spec.client_cpus, spec.priority)
+    def execute(
+        self, spec: LoadSpec, command: list[str], raw_prefix: Path, executor: Executor = HOST
+    ):
+        command[0] = executor.binary(self)
+        return executor.run_tool(
+            command, raw_prefix, self.deadline(spec), spec.client_cpus, spec.priority
+        )
 
-    def finish(self, result: LoadResult, spec: LoadSpec, command, code, cpu, wall) -> LoadResult:
-        result.command = pinned(command, spec.client_cpus)
+    def finish(
+        self, result: LoadResult, spec: LoadSpec, command, code, cpu, wall, executor=HOST
+    ) -> LoadResult:
+        result.command = executor.argv(command, spec.client_cpus)
         result.exit_code = code
         result.tool_cpu_s = cpu
         result.wall_s = wall

@@ -30,7 +30,7 @@ import subprocess
 from dataclasses import replace
 from pathlib import Path
 
-from .base import ERROR_KINDS, PERCENTILES, LoadResult, LoadSpec, Tool, latency_key
+from .base import ERROR_KINDS, HOST, PERCENTILES, Executor, LoadResult, LoadSpec, Tool, latency_key
 
 NOTE_CO = "closed loop: h2load latency is subject to coordinated omission (tail understated)"
 NOTE_LOG = "latency percentiles computed from h2load's per-request log (nearest rank)"
@@ -118,7 +118,7 @@ class H2load(Tool):
             return 900.0
         return super().deadline(spec)
 
-    def run(self, spec: LoadSpec, raw_prefix: Path) -> LoadResult:
+    def run(self, spec: LoadSpec, raw_prefix: Path, executor: Executor = HOST) -> LoadResult:
         """Run h2load; with a request count, reconnect for it when the server ends connections.
 
         h2load 1.52 does not open a new connection after an HTTP/2 GOAWAY (a
@@ -136,7 +136,7 @@ class H2load(Tool):
                                connections=min(spec.connections, remaining))  # fmt: skip
             prefix = raw_prefix if number == 1 else raw_prefix.with_name(
                 f"{raw_prefix.name}.run{number}")  # fmt: skip
-            runs.append(self._run_once(part, prefix))
+            runs.append(self._run_once(part, prefix, executor))
             result = runs[-1][0]
             lost = result.details.get("never_sent", 0)
             if not spec.requests or not lost or not result.requests:
@@ -146,11 +146,13 @@ class H2load(Tool):
             return runs[0][0]
         return merge([r for r, _ in runs], [log for _, log in runs])
 
-    def _run_once(self, spec: LoadSpec, raw_prefix: Path) -> tuple[LoadResult, str | None]:
+    def _run_once(
+        self, spec: LoadSpec, raw_prefix: Path, executor: Executor = HOST
+    ) -> tuple[LoadResult, str | None]:
         log_file = raw_prefix.with_name(raw_prefix.name + ".requests.tsv")
         log_file.unlink(missing_ok=True)
         command = self.command(spec, log_file)
-        code, out, err, cpu, wall = self.execute(spec, command, raw_prefix)
+        code, out, err, cpu, wall = self.execute(spec, command, raw_prefix, executor)
         log_text = log_file.read_text(errors="replace") if log_file.is_file() else None
         result = parse_output(out, err, code, log_text)
         if log_text is not None:
@@ -158,7 +160,7 @@ class H2load(Tool):
             with log_file.open("rb") as plain, gzip.open(f"{log_file}.gz", "wb") as packed:
                 shutil.copyfileobj(plain, packed)
             log_file.unlink()
-        return self.finish(result, spec, command, code, cpu, wall), log_text
+        return self.finish(result, spec, command, code, cpu, wall, executor), log_text
 
     def parse(self, stdout: str, stderr: str, exit_code: int) -> LoadResult:
         return parse_output(stdout, stderr, exit_code)

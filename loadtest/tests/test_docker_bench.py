@@ -1,0 +1,87 @@
+"""`bench --runner docker` end to end: gin in its container, every load tool
+(the nginx ceiling's too) in the loadgen container, and the records say so.
+
+Needs a Docker daemon and the gin and loadgen images (`make docker-smoke`
+builds them; the bench rebuilds only what changed). Skipped without them,
+except under `make docker-smoke` (SERVERLAB_DOCKER_TESTS=1), where they fail.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from loadtest import calibration
+from loadtest.docker import compose_problem, daemon_problem, docker, image_id
+from loadtest.plan import parse_cpus
+from loadtest.results import read_records
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+REQUIRED = os.environ.get("SERVERLAB_DOCKER_TESTS") == "1"
+
+
+def need(problem: str | None) -> None:
+    if problem:
+        if REQUIRED:
+            pytest.fail(problem)
+        pytest.skip(problem)
+
+
+def standins_present() -> bool:
+    listed = docker("image", "ls", "--quiet", "--filter", "reference=serverlab/standin-*",
+                    check=False)  # fmt: skip
+    return bool(listed.stdout.strip())
+
+
+def test_bench_loads_from_the_loadgen_container(tmp_path):
+    need(daemon_problem() or compose_problem())
+    for image in ("serverlab/gin", "serverlab/loadgen"):
+        need(None if image_id(image) else f"{image} not built (make docker-smoke builds it)")
+    env = dict(os.environ)
+    env.pop("RUNNER", None)
+    # Not on gin's manifest port: another run may be using it.
+    env["SERVERLAB_DOCKER_PORTS"] = "free"
+    # Images built on stand-ins are rebuilt (a no-op when current) on stand-ins:
+    # official base images cannot be pulled where only stand-ins exist.
+    if "SERVERLAB_BASE_IMAGES" not in env and standins_present():
+        env["SERVERLAB_BASE_IMAGES"] = "standin"
+    command = [sys.executable, "-m", "loadtest", "bench", "--runner", "docker",
+               "--profile", "smoke", "--servers", "gin",
+               "--results-dir", str(tmp_path)]  # fmt: skip
+    result = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, env=env,
+                            timeout=900)  # fmt: skip
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output
+    assert "runner: docker — RUNNER=docker" in result.stdout
+    (folder,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+
+    records = [r for r in read_records(folder / "results.jsonl") if r["kind"] == "measurement"]
+    stacks = {r["stack"] for r in records}
+    assert "gin" in stacks, output
+    for record in records:
+        assert record["status"] == "ok", record["problem"]
+        assert record["client"] == "loadgen-container"
+        assert record["runner"] == ("native" if record["ceiling"] else "docker")
+        command = record["result"]["command"]
+        assert command[:3] == ["taskset", "-c", ",".join(map(str, record["client_cpus"]))]
+        assert command[3] == "wrk"
+        assert command[command.index("-s") + 1] == "/opt/serverlab/loadtest/tools/wrk_report.lua"
+        assert record["result"]["tool_cpu_s"] > 0  # the loadgen's cgroup CPU time
+    if calibration.nginx_path():
+        assert calibration.NAME in stacks  # the ceiling, loaded by the same client
+    assert list((folder / "raw").glob("*gin*.stdout"))
+
+    run = json.loads((folder / "run.json").read_text())
+    assert run["runner"] == {"requested": "docker", "chosen": "docker", "reason": "RUNNER=docker"}
+    assert run["knobs"]["runner"] == "docker"
+    client = run["client"]
+    assert client["where"] == "loadgen-container" and client["network"] == "host"
+    assert client["image_id"] == image_id("serverlab/loadgen")
+    assert parse_cpus(client["cpuset"]) == tuple(run["knobs"]["client_cpus"])
+    assert client["tools"]["wrk"].startswith("wrk ")
+    assert run["tools"]["wrk"] == client["tools"]["wrk"]
