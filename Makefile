@@ -50,9 +50,11 @@ BENCH_ARGS = --profile '$(PROFILE)' $(call knob,SERVERS,servers) $(call knob,RUN
 help: ## List every target with one line each
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  make %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 	@echo
-	@echo "  Knobs: SERVERS=a,b SERVER=x PROFILE=quick RUNNER=native|docker SCENARIOS CONNECTIONS"
+	@echo "  Knobs: SERVERS=a,b SERVER=x PROFILE=quick RUNNER=auto|native|docker SCENARIOS CONNECTIONS"
 	@echo "         DURATION WARMUP REPEAT SERVER_CPUS CLIENT_CPUS SERVER_CPU_QUOTA SERVER_MEMORY"
 	@echo "         RATE TOOL SEED PRIORITY TIMEOUT FRONT=none|nginx|apache RESUME RUN"
+	@echo "  RUNNER: make bench uses Docker when a daemon answers (and Compose v2 is present),"
+	@echo "          else native; make check is native. RUNNER=docker or RUNNER=native forces it."
 
 .PHONY: bootstrap
 bootstrap: ## Install what this machine lacks (Debian packages, tooling venv)

@@ -9,8 +9,9 @@ only; the tooling venv is shared; one copy serves every page). A block marked
 
 The smoke profile keeps the whole suite to a few minutes: the environment
 has PROFILE=smoke (make bench's default profile; `make lab` shrinks a lab to
-one stack, the extreme levels and 1 s runs) and SERVERS=go-nethttp, a stack
-that builds in seconds, for every command that does not name its stacks.
+one stack, the extreme levels and 1 s runs), SERVERS=go-nethttp, a stack
+that builds in seconds, for every command that does not name its stacks, and
+RUNNER=native.
 Load only ever goes to 127.0.0.1.
 """
 
@@ -32,7 +33,9 @@ from loadtest.tests.test_scaffold import copy_env, repo_copy
 
 SHELLS = {"sh", "bash", "shell"}
 BLOCK_TIMEOUT_S = 420
-SMOKE_ENV = {"PROFILE": "smoke", "SERVERS": "go-nethttp"}
+# RUNNER=native: the pages' bench and lab commands run natively whether or not
+# a Docker daemon answers on the test machine (test_docker_bench.py covers Docker).
+SMOKE_ENV = {"PROFILE": "smoke", "SERVERS": "go-nethttp", "RUNNER": "native"}
 # Pages whose every shell block must be runnable (the contributor and lab pages).
 ALL_RUNNABLE = ["docs/adding-a-server.md", "docs/labs/*.md"]
 FENCE = re.compile(r"^(`{3,}|~{3,})(.*)$")
