@@ -329,10 +329,10 @@ class Bench:
         self.run_info = run_info
         previous_handler = signal.signal(signal.SIGTERM, _raise_interrupt)
         try:
-            self.prepare(stacks, run_info)
-            client_ready = self.start_client(run_info)
-            self.write_run_info(run_file, run_info)
-            if client_ready:
+            # The load client first: without it no stack could be measured.
+            if self.start_client(run_info):
+                self.prepare(stacks, run_info)
+                self.write_run_info(run_file, run_info)
                 self.measure(the_plan)
         except KeyboardInterrupt:
             self.interrupted = True
@@ -380,7 +380,7 @@ class Bench:
 
         Every load tool of the run, the ceiling's too, then runs in it, so the
         stacks and the ceiling are measured by the same client. False when it
-        cannot run: nothing is measured and the run fails with the reason.
+        cannot run: nothing is built or measured and the run fails with the reason.
         """
         if self.knobs.runner != "docker":
             return True

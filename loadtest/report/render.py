@@ -146,7 +146,8 @@ def run_facts(run: dict) -> list[tuple[str, str]]:
                  f"{knobs.get('repeat')} round(s) shuffled with seed {knobs.get('seed')}, "
                  f"timeout {knobs.get('timeout')} s"),
         ("limits", f"CPU quota {knobs.get('server_cpu_quota') or 'none'}, memory "
-                   f"{knobs.get('server_memory') or 'no limit'}, runner {knobs.get('runner')}, "
+                   f"{knobs.get('server_memory') or 'no limit'}, runner {knobs.get('runner')} "
+                   f"(load tools on: {run.get('client', {}).get('where', 'host')}), "
                    f"priority {run.get('priority_applied') or 'normal'}"),
         ("tools", ", ".join(f"{k}: {v}" for k, v in tools.items())),
     ]  # fmt: skip
