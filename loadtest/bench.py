@@ -401,9 +401,9 @@ class Bench:
         # The tools that produce the numbers are the image's; nginx (the ceiling) is the host's.
         run_info["tools"] = {**info["tools"], "nginx": calibration.version()}
         self.console.print(
-            f"[loadgen] load tools run in the loadgen container on client cores "
-            f"{_cpus(self.knobs.client_cpus)} (cpuset {info.get('cpuset', '?')}): "
-            + escape(", ".join(f"{k} {v}" for k, v in info["tools"].items()))
+            escape(f"[loadgen] every load tool runs in container {self.client.container_id[:12]}")
+            + f", cpuset {info.get('cpuset', '?')} (client cores {_cpus(self.knobs.client_cpus)}),"
+            " host network"
         )
         if self.priority:
             self.console.print(

@@ -668,6 +668,8 @@ class LoadgenClient(Container):
         for tool, command in commands.items():
             result = docker("exec", self.container_id, "sh", "-c", command, check=False, timeout=30)
             versions[tool] = result.stdout.strip() or "missing"
+        # As the host adapters print it (loadtest/tools/ab.py).
+        versions["ab"] = versions["ab"].replace("This is ", "").replace(" <$Revision$>", "")
         return versions
 
     def provenance(self) -> dict:
