@@ -20,6 +20,7 @@ from loadtest import calibration
 from loadtest.docker import compose_problem, daemon_problem, docker, image_id
 from loadtest.plan import parse_cpus
 from loadtest.results import read_records
+from loadtest.runner import choose_runner
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 REQUIRED = os.environ.get("SERVERLAB_DOCKER_TESTS") == "1"
@@ -36,6 +37,11 @@ def standins_present() -> bool:
     listed = docker("image", "ls", "--quiet", "--filter", "reference=serverlab/standin-*",
                     check=False)  # fmt: skip
     return bool(listed.stdout.strip())
+
+
+def test_auto_takes_docker_when_the_daemon_answers():
+    need(daemon_problem() or compose_problem())
+    assert choose_runner("auto")[0] == "docker"
 
 
 def test_bench_loads_from_the_loadgen_container(tmp_path):
