@@ -262,7 +262,7 @@ class Bench:
             "command": sys.argv,
             "git": git_info(),
             "host": host_info(),
-            "tools": self.tool_versions() if self.knobs.runner == "native" else {},
+            "tools": self.tool_versions(),  # a Docker run replaces wrk, ab, oha: start_client
             "runner": self.runner_choice,
             "client": {"where": "host"} if self.knobs.runner == "native" else {},
             "knobs": self.knobs.to_dict(),
@@ -398,8 +398,9 @@ class Bench:
             return False
         self.executor = self.client
         run_info["client"] = info
-        # The tools that produce the numbers are the image's; nginx (the ceiling) is the host's.
-        run_info["tools"] = {**info["tools"], "nginx": calibration.version()}
+        # The load tools that produce the numbers are the image's; nginx (the ceiling) and
+        # a front stay the host's.
+        run_info["tools"] = {**run_info.get("tools", {}), **info["tools"]}
         self.console.print(
             escape(f"[loadgen] every load tool runs in container {self.client.container_id[:12]}")
             + f", cpuset {info.get('cpuset', '?')} (client cores {_cpus(self.knobs.client_cpus)}),"

@@ -652,8 +652,8 @@ class LoadgenClient(Container):
 
         if not self.which(tool.binary):
             raise ToolError(
-                f"{tool.name}: {tool.binary} not found in the loadgen image "
-                "(docker/loadgen/Dockerfile; `make build` rebuilds it)"
+                f"{tool.name}: {tool.binary} is not in the loadgen image "
+                "(docker/loadgen/Dockerfile); RUNNER=native runs it on the host"
             )
         return tool.binary
 

@@ -59,7 +59,7 @@ sys.exit(bench.cmd_bench(parser.parse_args(["bench", *sys.argv[1:]])))
 
 def bench(results: Path, *args: str) -> subprocess.CompletedProcess:
     command = [sys.executable, "-c", SCRIPT, "--results-dir", str(results), *args]
-    env = dict(os.environ, SEED="", DURATION="", PROFILE="", SERVERS="")
+    env = dict(os.environ, SEED="", DURATION="", PROFILE="", SERVERS="", RUNNER="native")
     return subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=600,
                           env=env)  # fmt: skip
 

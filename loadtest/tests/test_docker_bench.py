@@ -91,3 +91,25 @@ def test_bench_loads_from_the_loadgen_container(tmp_path):
     assert parse_cpus(client["cpuset"]) == tuple(run["knobs"]["client_cpus"])
     assert client["tools"]["wrk"].startswith("wrk ")
     assert run["tools"]["wrk"] == client["tools"]["wrk"]
+
+
+def test_a_tool_the_loadgen_lacks_stops_the_run_before_any_build(tmp_path):
+    need(daemon_problem() or compose_problem())
+    need(None if image_id("serverlab/loadgen") else "serverlab/loadgen not built")
+    env = dict(os.environ, SERVERLAB_DOCKER_PORTS="free")
+    if "SERVERLAB_BASE_IMAGES" not in env and standins_present():
+        env["SERVERLAB_BASE_IMAGES"] = "standin"
+    command = [sys.executable, "-m", "loadtest", "bench", "--runner", "docker",
+               "--tool", "h2load", "--profile", "smoke", "--servers", "gin",
+               "--results-dir", str(tmp_path)]  # fmt: skip
+    result = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, env=env,
+                            timeout=600)  # fmt: skip
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "h2load is not in the loadgen image" in result.stdout
+    assert "[gin] build" not in result.stdout
+    (folder,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    records = read_records(folder / "results.jsonl")
+    assert not [r for r in records if r["kind"] == "measurement"]
+    assert [(r["stack"], r["step"], r["status"]) for r in records] == [
+        ("loadgen", "prerequisites", "failed")
+    ]

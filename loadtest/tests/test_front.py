@@ -383,7 +383,7 @@ def test_bench_measures_through_the_front_and_keeps_its_config(kind, reference_s
         "--connections", "4", "--duration", "1", "--warmup", "0", "--priority", "0",
     ]  # fmt: skip
     env = dict(
-        os.environ, SEED="", DURATION="", PROFILE="", FRONT="",
+        os.environ, SEED="", DURATION="", PROFILE="", FRONT="", RUNNER="native",
         FRONT_TEST_STACK=str(reference_stack.folder), FRONT_TEST_PORT=str(reference_stack.port),
     )  # fmt: skip
     result = subprocess.run(
