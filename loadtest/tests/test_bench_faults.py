@@ -149,6 +149,7 @@ def stacks(tmp_path):
 def bench_env(stacks: Stacks, path: str | None = None) -> dict:
     env = {k: v for k, v in os.environ.items() if k not in KNOB_ENV}
     env.update(SERVERLAB_SERVERS_DIR=str(stacks.root), PYTHONUNBUFFERED="1", COLUMNS="200")
+    env["RUNNER"] = "native"  # the faults are native ones, whether or not a Docker daemon answers
     if path is not None:
         env["PATH"] = path
     return env
