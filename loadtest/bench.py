@@ -170,7 +170,7 @@ class Bench:
     def choose_runner(self) -> None:
         """Resolve RUNNER=auto, say which runner and why (raises RunnerUnavailable)."""
         requested = self.knobs.runner
-        chosen, reason = choose_runner(requested)
+        chosen, reason = choose_runner(requested, tools=self.needed_tools())
         if self.resume and requested != "auto":
             reason = f"the run's own runner ({reason})"
         self.knobs.runner = chosen

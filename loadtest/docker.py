@@ -26,12 +26,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import http.client
 import json
 import os
 import shlex
 import shutil
-import ssl
 import subprocess
 import sys
 import time
@@ -42,6 +40,7 @@ from . import tls as tls_files
 from .errors import StepError
 from .ports import free_port, port_in_use
 from .manifest import REPO_ROOT, Manifest
+from .native import answers_http
 from .runner import Limits
 
 STANDINS_SCRIPT = REPO_ROOT / "docker" / "standins" / "standins.py"
@@ -383,6 +382,15 @@ class DockerRunner:
         return LoadgenClient(client_cpus)
 
 
+# The load tools the loadgen image has (docker/loadgen/Dockerfile), with the
+# command that prints each one's version.
+LOADGEN_TOOL_VERSIONS = {
+    "wrk": "wrk -v 2>&1 | head -n 1",
+    "ab": "ab -V | head -n 1",
+    "oha": "oha --version",
+}
+
+
 def image_id(image: str) -> str | None:
     result = docker("image", "inspect", "--format", "{{.Id}}", image, check=False)
     return result.stdout.strip() if result.returncode == 0 else None
@@ -541,21 +549,7 @@ class DockerServer(Container):
         )
 
     def _answers_http(self) -> bool:
-        if self.tls_cert:
-            context = ssl.create_default_context(cafile=str(self.tls_cert))
-            connection = http.client.HTTPSConnection(
-                "127.0.0.1", self.port, timeout=2, context=context
-            )
-        else:
-            connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=2)
-        try:
-            connection.request("GET", "/")
-            connection.getresponse().read()
-            return True
-        except (OSError, http.client.HTTPException):
-            return False
-        finally:
-            connection.close()
+        return answers_http(self.port, self.tls_cert)
 
     def sample(self) -> dict:
         """Cumulative CPU time and current/peak memory from the container's cgroup."""
@@ -659,13 +653,8 @@ class LoadgenClient(Container):
 
     def tool_versions(self) -> dict:
         """Versions of the load tools inside the image, for the provenance."""
-        commands = {
-            "wrk": "wrk -v 2>&1 | head -n 1",
-            "ab": "ab -V | head -n 1",
-            "oha": "oha --version",
-        }
         versions = {}
-        for tool, command in commands.items():
+        for tool, command in LOADGEN_TOOL_VERSIONS.items():
             result = docker("exec", self.container_id, "sh", "-c", command, check=False, timeout=30)
             versions[tool] = result.stdout.strip() or "missing"
         # As the host adapters print it (loadtest/tools/ab.py).

@@ -107,17 +107,26 @@ def docker_problem() -> str | None:
     return daemon_problem() or compose_problem()
 
 
-def choose_runner(requested: str, probe=docker_problem) -> tuple[str, str]:
+def choose_runner(
+    requested: str, probe=docker_problem, tools: list[str] | tuple[str, ...] = ()
+) -> tuple[str, str]:
     """The runner for RUNNER=auto|native|docker and why: ("docker"|"native", reason).
 
-    auto: Docker when a daemon answers and Compose v2 is present, else native.
-    A forced RUNNER=docker without them raises RunnerUnavailable with the
-    reason. `probe` returns None when Docker is usable, else what is missing.
+    auto: Docker when a daemon answers and Compose v2 is present, else native;
+    also native when one of the load `tools` is not in the loadgen image (a
+    run the host can do is not failed for that). A forced RUNNER=docker
+    without Docker raises RunnerUnavailable with the reason. `probe` returns
+    None when Docker is usable, else what is missing.
     """
     if requested not in RUNNERS:
         raise RunnerUnavailable(f"RUNNER={requested}: use {', '.join(RUNNERS)}")
     if requested == "native":
         return "native", "RUNNER=native"
+    from .docker import LOADGEN_TOOL_VERSIONS
+
+    host_only = [tool for tool in tools if tool not in LOADGEN_TOOL_VERSIONS]
+    if requested == "auto" and host_only:
+        return "native", f"{', '.join(host_only)} runs on the host only (not in the loadgen image)"
     problem = probe()
     if requested == "docker":
         if problem:

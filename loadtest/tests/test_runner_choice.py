@@ -51,6 +51,12 @@ def test_auto_falls_back_to_native_without_compose_v2():
     assert chosen == "native" and COMPOSE_MISSING in reason
 
 
+def test_auto_stays_native_for_a_tool_the_loadgen_image_lacks():
+    chosen, reason = choose_runner("auto", never_probed, tools=["h2load"])
+    assert chosen == "native" and reason.startswith("h2load runs on the host only")
+    assert choose_runner("auto", docker_usable, tools=["wrk", "oha"])[0] == "docker"
+
+
 def test_forced_runners():
     assert choose_runner("native", never_probed) == ("native", "RUNNER=native")
     assert choose_runner("docker", docker_usable) == ("docker", "RUNNER=docker")
