@@ -7,7 +7,7 @@ import sys
 
 from . import report
 from .checks import CATEGORIES, GROUP_NAMES
-from .runner import DEFAULT_TIMEOUT, ServerUnreachable, UsageError, run_checks
+from .runner import DEFAULT_TIMEOUT, run_checks, run_for_cli
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -69,8 +69,8 @@ def main(argv: list | None = None) -> int:
     def stream(check: dict) -> None:
         print(report.check_line(check), flush=True)
 
-    try:
-        result = run_checks(
+    result = run_for_cli(
+        lambda: run_checks(
             args.base_url,
             args.display_name,
             seed=args.seed,
@@ -81,11 +81,8 @@ def main(argv: list | None = None) -> int:
             on_result=None if args.json else stream,
             tls_cert=args.tls,
         )
-    except UsageError as exc:
-        print(f"conformance: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except ServerUnreachable as exc:
-        print(f"conformance: server unreachable: {exc}", file=sys.stderr)
+    )
+    if result is None:
         return EXIT_USAGE
     if args.json:
         print(report.to_json(result))

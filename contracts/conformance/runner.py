@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import secrets
 import ssl
+import sys
 import threading
 import time
 from pathlib import Path
@@ -31,6 +32,21 @@ class UsageError(ValueError):
 
 class ServerUnreachable(ConnectionError):
     """Nothing answers HTTP at the base URL; no check could run."""
+
+
+def run_for_cli(call):
+    """`call()`'s report, or None after printing why no check could run.
+
+    The command-line front ends exit 2 on None: a usage error (bad arguments
+    or data files) or a server that does not answer at all.
+    """
+    try:
+        return call()
+    except UsageError as exc:
+        print(f"conformance: error: {exc}", file=sys.stderr)
+    except ServerUnreachable as exc:
+        print(f"conformance: server unreachable: {exc}", file=sys.stderr)
+    return None
 
 
 def parse_base_url(base_url: str) -> tuple:

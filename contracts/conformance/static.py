@@ -29,7 +29,14 @@ from pathlib import Path
 from . import report
 from .context import NETWORK_ERRORS, describe_error
 from .rawhttp import Client, Connection, ProtocolError, Response, ResponseTimeout
-from .runner import DEFAULT_TIMEOUT, ServerUnreachable, UsageError, client_tls, parse_base_url
+from .runner import (
+    DEFAULT_TIMEOUT,
+    ServerUnreachable,
+    UsageError,
+    client_tls,
+    parse_base_url,
+    run_for_cli,
+)
 
 try:  # optional: the tooling venv has it, a bare python3 may not
     import brotli
@@ -634,19 +641,16 @@ def main(argv: list | None = None) -> int:
     def stream(check: dict) -> None:
         print(report.check_line(check), flush=True)
 
-    try:
-        result = run_static_checks(
+    result = run_for_cli(
+        lambda: run_static_checks(
             args.base_url,
             tls_cert=args.tls,
             timeout=args.timeout,
             site_dir=args.site,
             on_result=None if args.json else stream,
         )
-    except UsageError as exc:
-        print(f"conformance: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except ServerUnreachable as exc:
-        print(f"conformance: server unreachable: {exc}", file=sys.stderr)
+    )
+    if result is None:
         return EXIT_USAGE
     if args.json:
         print(report.to_json(result))
