@@ -328,6 +328,10 @@ class Bench:
             return 2
         self.run_info = run_info
         previous_handler = signal.signal(signal.SIGTERM, _raise_interrupt)
+        # Ctrl-C (SIGINT) interrupts the run cleanly even when a script started
+        # the bench in the background: bash then hands it SIGINT ignored, and
+        # Python keeps an ignored SIGINT ignored.
+        previous_int_handler = signal.signal(signal.SIGINT, signal.default_int_handler)
         try:
             # The load client first: without it no stack could be measured.
             if self.start_client(run_info):
@@ -350,6 +354,7 @@ class Bench:
             )
         finally:
             signal.signal(signal.SIGTERM, previous_handler)
+            signal.signal(signal.SIGINT, previous_int_handler)
             if self.client is not None:
                 self.client.close()
                 self.client = None

@@ -50,8 +50,15 @@ def bench(results: Path, *args: str, wait: bool = True):
     if wait:
         return subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True,
                               timeout=180, env=env)  # fmt: skip
+    # Started with SIGINT ignored, as a script's background job is (bash does
+    # that): Ctrl-C must still reach the bench.
     return subprocess.Popen(command, cwd=REPO_ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, env=env)  # fmt: skip
+                            stderr=subprocess.STDOUT, text=True, env=env,
+                            preexec_fn=_ignore_sigint)  # fmt: skip
+
+
+def _ignore_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def only_run(results: Path) -> Path:
