@@ -52,8 +52,8 @@ help: ## List every target with one line each
 	@echo
 	@echo "  Knobs: SERVERS=a,b SERVER=x PROFILE=quick RUNNER=auto|native|docker SCENARIOS CONNECTIONS"
 	@echo "         DURATION WARMUP REPEAT SERVER_CPUS CLIENT_CPUS SERVER_CPU_QUOTA SERVER_MEMORY"
-	@echo "         RATE TOOL SEED PRIORITY TIMEOUT FRONT=none|nginx|apache TTFB SERVER_CORES
-         HTTP=2|1.1 RESUME RUN"
+	@echo "         RATE TOOL SEED PRIORITY TIMEOUT FRONT=none|nginx|apache TTFB SERVER_CORES"
+	@echo "         HTTP=2|1.1 RESUME RUN"
 	@echo "  RUNNER: make bench uses Docker when a daemon answers (and Compose v2 is present),"
 	@echo "          else native; make check is native. RUNNER=docker or RUNNER=native forces it."
 
