@@ -23,18 +23,16 @@ import json
 import math
 import socket
 import ssl
-import struct
 import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from contracts.conformance import h2wire as h2
+
 from .tools.base import run_tool
 
-PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
-FRAME_HEADERS, FRAME_SETTINGS, FRAME_GOAWAY, FRAME_RST = 0x1, 0x4, 0x7, 0x3
-FLAG_ACK, FLAG_END_STREAM, FLAG_END_HEADERS = 0x1, 0x1, 0x4
 DEFAULT_SAMPLES = 100
 CURVE_POINTS = (1, 5, 10, 25, 50, 75, 90, 95, 99, 100)
 ROOT = Path(__file__).resolve().parent.parent
@@ -55,42 +53,6 @@ class Sample:
 
 
 # ------------------------------------------------------------------ one sample
-
-
-def _hpack_int(value: int, prefix_bits: int, first: int = 0) -> bytes:
-    limit = (1 << prefix_bits) - 1
-    if value < limit:
-        return bytes([first | value])
-    out = [first | limit]
-    value -= limit
-    while value >= 128:
-        out.append(value % 128 + 128)
-        value //= 128
-    out.append(value)
-    return bytes(out)
-
-
-def hpack_literal(headers: list[tuple[str, str]]) -> bytes:
-    """HPACK block of literal fields without indexing, plain (no Huffman) strings."""
-    block = b""
-    for name, value in headers:
-        name_bytes, value_bytes = name.lower().encode(), value.encode()
-        block += b"\x00" + _hpack_int(len(name_bytes), 7) + name_bytes
-        block += _hpack_int(len(value_bytes), 7) + value_bytes
-    return block
-
-
-def _frame(kind: int, flags: int, stream: int, payload: bytes = b"") -> bytes:
-    header = struct.pack(">I", len(payload))[1:] + bytes([kind, flags]) + struct.pack(">I", stream)
-    return header + payload
-
-
-def _hpack_status(block: bytes) -> int | None:
-    """The :status of a response header block when it is a static-table index (200, 404...)."""
-    statuses = {8: 200, 9: 204, 10: 206, 11: 304, 12: 400, 13: 404, 14: 500}
-    if block and block[0] & 0x80:
-        return statuses.get(block[0] & 0x7F)
-    return None
 
 
 def sample(
@@ -154,11 +116,11 @@ def _h1_first_byte(sock, authority: str, path: str, headers) -> tuple[float, int
 
 def _h2_first_byte(sock, authority: str, path: str, headers) -> tuple[float, int | None]:
     fields = [(":method", "GET"), (":scheme", "https"), (":authority", authority), (":path", path)]
-    block = hpack_literal(fields + list(headers))
+    block = h2.hpack_literals(fields + list(headers))
     sock.sendall(
-        PREFACE
-        + _frame(FRAME_SETTINGS, 0, 0)
-        + _frame(FRAME_HEADERS, FLAG_END_STREAM | FLAG_END_HEADERS, 1, block)
+        h2.PREFACE
+        + h2.frame(h2.SETTINGS, 0, 0)
+        + h2.frame(h2.HEADERS, h2.END_STREAM | h2.END_HEADERS, 1, block)
     )
     buffer = b""
     arrivals: list[tuple[int, float]] = []  # (bytes received so far, when)
@@ -170,20 +132,18 @@ def _h2_first_byte(sock, authority: str, path: str, headers) -> tuple[float, int
         buffer += chunk
         arrivals.append((len(buffer), time.perf_counter()))
         while len(buffer) - offset >= 9:
-            length = int.from_bytes(buffer[offset : offset + 3], "big")
-            kind, flags = buffer[offset + 3], buffer[offset + 4]
-            stream = int.from_bytes(buffer[offset + 5 : offset + 9], "big") & 0x7FFFFFFF
-            if kind == FRAME_HEADERS and stream == 1:
+            length, kind, flags, stream = h2.frame_header(buffer, offset)
+            if kind == h2.HEADERS and stream == 1:
                 # The first byte of the answer arrived with the chunk holding this offset.
                 first = next(when for size, when in arrivals if size > offset)
                 payload = buffer[offset + 9 : offset + 9 + length]
-                return first, _hpack_status(payload)
-            if kind in (FRAME_GOAWAY, FRAME_RST):
+                return first, h2.indexed_status(payload)
+            if kind in (h2.GOAWAY, h2.RST_STREAM):
                 raise TtfbError("the server refused the stream (GOAWAY or RST_STREAM)")
             if len(buffer) - offset < 9 + length:
                 break
-            if kind == FRAME_SETTINGS and not flags & FLAG_ACK:
-                sock.sendall(_frame(FRAME_SETTINGS, FLAG_ACK, 0))
+            if kind == h2.SETTINGS and not flags & h2.ACK:
+                sock.sendall(h2.frame(h2.SETTINGS, h2.ACK, 0))
             offset += 9 + length
 
 

@@ -26,6 +26,7 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import h2wire as h2
 from . import report
 from .context import NETWORK_ERRORS, describe_error
 from .rawhttp import Client, Connection, ProtocolError, Response, ResponseTimeout
@@ -52,14 +53,7 @@ PAGES = (
     ("/style.css", "style.css", "text/css"),
 )
 MISSING = "/no-such-page.html"
-H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
-# HTTP/2 frame types and flags (RFC 9113 section 6).
-H2_DATA, H2_HEADERS, H2_RST_STREAM, H2_SETTINGS = 0x0, 0x1, 0x3, 0x4
-H2_GOAWAY, H2_WINDOW_UPDATE, H2_CONTINUATION = 0x7, 0x8, 0x9
-H2_END_STREAM, H2_ACK, H2_PADDED = 0x1, 0x1, 0x8
 H2_WINDOW = 1 << 24  # the client's receive window: no flow-control stall
-# HPACK static table: the first field of a response is its :status (RFC 7541 appendix A).
-H2_STATUS_INDEX = {8: 200, 9: 204, 10: 206, 11: 304, 12: 400, 13: 404, 14: 500}
 
 
 class Skip(Exception):
@@ -291,7 +285,7 @@ def check_alpn_h2(site: Site) -> str:
         if selected != "h2":
             raise Failure(f"ALPN offering h2 and http/1.1 selected {selected!r}")
         # An HTTP/2 server answers the client preface with its SETTINGS frame.
-        tls.sendall(H2_PREFACE + bytes([0, 0, 0, H2_SETTINGS, 0, 0, 0, 0, 0]))
+        tls.sendall(h2.PREFACE + h2.frame(h2.SETTINGS, 0, 0))
         header = b""
         deadline = time.monotonic() + site.timeout
         while len(header) < 9 and time.monotonic() < deadline:
@@ -299,7 +293,7 @@ def check_alpn_h2(site: Site) -> str:
             if not chunk:
                 break
             header += chunk
-    if len(header) < 9 or header[3] != H2_SETTINGS:
+    if len(header) < 9 or header[3] != h2.SETTINGS:
         raise Failure(f"h2 selected, but the first frame was {header[:9].hex() or 'missing'}")
     return "ALPN selected h2; the server sent its SETTINGS frame"
 
@@ -333,25 +327,10 @@ class H2Connection:
         self.next_stream = 1
         settings = (0x4).to_bytes(2, "big") + H2_WINDOW.to_bytes(4, "big")  # INITIAL_WINDOW_SIZE
         self.tls.sendall(
-            H2_PREFACE
-            + self.frame(H2_SETTINGS, 0, 0, settings)
-            + self.frame(H2_WINDOW_UPDATE, 0, 0, (H2_WINDOW - 65535).to_bytes(4, "big"))
+            h2.PREFACE
+            + h2.frame(h2.SETTINGS, 0, 0, settings)
+            + h2.frame(h2.WINDOW_UPDATE, 0, 0, (H2_WINDOW - 65535).to_bytes(4, "big"))
         )
-
-    @staticmethod
-    def frame(kind: int, flags: int, stream: int, payload: bytes) -> bytes:
-        return (
-            len(payload).to_bytes(3, "big")
-            + bytes([kind, flags])
-            + stream.to_bytes(4, "big")
-            + payload
-        )
-
-    @staticmethod
-    def literal(name: str, value: str) -> bytes:
-        """HPACK literal field without indexing, new name, no Huffman (short strings only)."""
-        name_b, value_b = name.encode(), value.encode()
-        return b"\x00" + bytes([len(name_b)]) + name_b + bytes([len(value_b)]) + value_b
 
     def read_frame(self, deadline: float) -> tuple:
         while len(self.buffer) < 9 or len(self.buffer) < 9 + int.from_bytes(self.buffer[:3], "big"):
@@ -363,49 +342,46 @@ class H2Connection:
             if not chunk:
                 raise Failure("the server closed the HTTP/2 connection")
             self.buffer += chunk
-        length = int.from_bytes(self.buffer[:3], "big")
-        kind, flags = self.buffer[3], self.buffer[4]
-        stream = int.from_bytes(self.buffer[5:9], "big") & 0x7FFFFFFF
+        length, kind, flags, stream = h2.frame_header(self.buffer)
         payload, self.buffer = self.buffer[9 : 9 + length], self.buffer[9 + length :]
         return kind, flags, stream, payload
 
     def get(self, path: str, headers: tuple = ()) -> tuple:
         """(status or None, body) of one GET on a new stream."""
         stream, self.next_stream = self.next_stream, self.next_stream + 2
-        block = b"".join(
-            self.literal(name, value)
-            for name, value in (
+        block = h2.hpack_literals(
+            (
                 (":method", "GET"), (":scheme", "https"),
                 (":authority", self.site.host_header), (":path", path),
                 ("user-agent", "serverlab-conformance/1"), *headers,
             )
         )  # fmt: skip
-        self.tls.sendall(self.frame(H2_HEADERS, H2_END_STREAM | 0x4, stream, block))
+        self.tls.sendall(h2.frame(h2.HEADERS, h2.END_STREAM | h2.END_HEADERS, stream, block))
         status, body = None, bytearray()
         deadline = time.monotonic() + self.site.timeout
         while True:
             kind, flags, on, payload = self.read_frame(deadline)
-            if kind == H2_SETTINGS and not flags & H2_ACK:
-                self.tls.sendall(self.frame(H2_SETTINGS, H2_ACK, 0, b""))
-            elif kind == H2_GOAWAY:
+            if kind == h2.SETTINGS and not flags & h2.ACK:
+                self.tls.sendall(h2.frame(h2.SETTINGS, h2.ACK, 0))
+            elif kind == h2.GOAWAY:
                 code = int.from_bytes(payload[4:8], "big")
                 raise Failure(f"GOAWAY (error code {code}) on stream {stream} for {path}")
             elif on != stream:
                 continue
-            elif kind == H2_RST_STREAM:
+            elif kind == h2.RST_STREAM:
                 code = int.from_bytes(payload[:4], "big")
                 raise Failure(f"RST_STREAM (error code {code}) on stream {stream} for {path}")
-            elif kind in (H2_HEADERS, H2_CONTINUATION, H2_DATA):
-                if flags & H2_PADDED and kind != H2_CONTINUATION:
+            elif kind in (h2.HEADERS, h2.CONTINUATION, h2.DATA):
+                if flags & h2.PADDED and kind != h2.CONTINUATION:
                     payload = payload[1 : len(payload) - payload[0]]
-                if kind == H2_HEADERS:
-                    if flags & 0x20:  # PRIORITY: 5 bytes before the block
+                if kind == h2.HEADERS:
+                    if flags & h2.PRIORITY:  # 5 bytes before the block
                         payload = payload[5:]
-                    if status is None and payload and payload[0] & 0x80:
-                        status = H2_STATUS_INDEX.get(payload[0] & 0x7F)
-                if kind == H2_DATA:
+                    if status is None:
+                        status = h2.indexed_status(payload)
+                if kind == h2.DATA:
                     body += payload
-            if on == stream and kind in (H2_HEADERS, H2_DATA) and flags & H2_END_STREAM:
+            if on == stream and kind in (h2.HEADERS, h2.DATA) and flags & h2.END_STREAM:
                 return status, bytes(body)
 
     def close(self) -> None:

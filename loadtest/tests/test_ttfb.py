@@ -7,6 +7,7 @@ import ssl
 
 import pytest
 
+from contracts.conformance import h2wire
 from loadtest import ttfb
 from loadtest.calibration import nginx_path
 from loadtest.ports import free_port
@@ -84,7 +85,7 @@ def test_summary_percentiles_by_nearest_rank():
 
 
 def test_hpack_integer_encoding():
-    assert ttfb._hpack_int(10, 5) == b"\x0a"
-    assert ttfb._hpack_int(1337, 5) == bytes([31, 154, 10])  # RFC 7541 C.1.2
-    block = ttfb.hpack_literal([("Accept-Encoding", "br")])
+    assert h2wire.hpack_int(10, 5) == b"\x0a"
+    assert h2wire.hpack_int(1337, 5) == bytes([31, 154, 10])  # RFC 7541 C.1.2
+    block = h2wire.hpack_literals([("Accept-Encoding", "br")])
     assert block == b"\x00\x0faccept-encoding\x02br"
