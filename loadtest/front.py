@@ -19,6 +19,7 @@ unclean exit.
 from __future__ import annotations
 
 import contextlib
+import functools
 import grp
 import os
 import pwd
@@ -72,8 +73,13 @@ def binary(kind: str) -> str | None:
     )
 
 
+@functools.cache
 def version(kind: str) -> str:
-    """`nginx -v` / `apache2 -v`, first line, as the provenance records it."""
+    """`nginx -v` / `apache2 -v`, first line, as the provenance records it.
+
+    Asked once per process: the plan printout, run.json and every stack's
+    versions all name the same binary.
+    """
     path = binary(kind)
     if path is None:
         return "absent"
