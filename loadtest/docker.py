@@ -38,10 +38,11 @@ from pathlib import Path
 from . import compose as compose_file
 from . import tls as tls_files
 from .errors import StepError
-from .ports import free_port, port_in_use
 from .manifest import REPO_ROOT, Manifest
 from .native import answers_http
+from .ports import free_port, port_in_use
 from .runner import Limits
+from .tools.base import raw_paths, read_raw
 
 STANDINS_SCRIPT = REPO_ROOT / "docker" / "standins" / "standins.py"
 HADOLINT_VERSION = "2.15.1"
@@ -695,9 +696,7 @@ class LoadgenClient(Container):
         # The deadline is enforced inside the container: killing `docker exec`
         # would leave the tool running there.
         argv = ["timeout", "--signal=KILL", f"{max(1, int(timeout_s))}", *self.argv(command, cpus)]
-        raw_prefix.parent.mkdir(parents=True, exist_ok=True)
-        out_path = raw_prefix.with_name(raw_prefix.name + ".stdout")
-        err_path = raw_prefix.with_name(raw_prefix.name + ".stderr")
+        out_path, err_path = raw_paths(raw_prefix)
         group = self.cgroup()
         cpu_before = group.cpu_usage_ns() or 0
         started = time.monotonic()
@@ -714,10 +713,8 @@ class LoadgenClient(Container):
         code = process.returncode
         if code == 137:  # timeout --signal=KILL: report as the native runner does
             code = -9
-        stderr = err_path.read_text(errors="replace")
-        if not stderr:
-            err_path.unlink()
-        return code, out_path.read_text(errors="replace"), stderr, cpu, wall
+        stdout, stderr = read_raw(out_path, err_path)
+        return code, stdout, stderr, cpu, wall
 
     def close(self) -> None:
         self.remove()

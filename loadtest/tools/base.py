@@ -139,9 +139,7 @@ def run_tool(
     """
     if not shutil.which(command[0]):
         raise ToolError(f"{command[0]} not found on PATH")
-    raw_prefix.parent.mkdir(parents=True, exist_ok=True)
-    out_path = raw_prefix.with_name(raw_prefix.name + ".stdout")
-    err_path = raw_prefix.with_name(raw_prefix.name + ".stderr")
+    out_path, err_path = raw_paths(raw_prefix)
     started = time.monotonic()
     with out_path.open("wb") as out, err_path.open("wb") as err:
         process = subprocess.Popen(
@@ -161,11 +159,26 @@ def run_tool(
         raise
     wall = time.monotonic() - started
     process.returncode = os.waitstatus_to_exitcode(status)
+    stdout, stderr = read_raw(out_path, err_path)
+    cpu = usage.ru_utime + usage.ru_stime if usage else 0.0
+    return process.returncode, stdout, stderr, cpu, wall
+
+
+def raw_paths(raw_prefix: Path) -> tuple[Path, Path]:
+    """Where a tool's raw stdout and stderr go: `<raw_prefix>.stdout` / `.stderr`."""
+    raw_prefix.parent.mkdir(parents=True, exist_ok=True)
+    return (
+        raw_prefix.with_name(raw_prefix.name + ".stdout"),
+        raw_prefix.with_name(raw_prefix.name + ".stderr"),
+    )
+
+
+def read_raw(out_path: Path, err_path: Path) -> tuple[str, str]:
+    """The tool's stdout and stderr; an empty stderr file is removed."""
     stderr = err_path.read_text(errors="replace")
     if not stderr:
         err_path.unlink()
-    cpu = usage.ru_utime + usage.ru_stime if usage else 0.0
-    return process.returncode, out_path.read_text(errors="replace"), stderr, cpu, wall
+    return out_path.read_text(errors="replace"), stderr
 
 
 def _kill_group(pid: int) -> None:
