@@ -3,18 +3,10 @@
 # and exec httpd in the foreground (-DFOREGROUND), so signals reach the parent
 # directly: SIGTERM stops at once (exit 0), SIGWINCH would be graceful.
 set -euo pipefail
-config="${STATIC_CONFIG:-tuned}"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-template="$here/apache-$config.conf"
-[[ -f $template ]] || { echo "STATIC_CONFIG=$config: no $template" >&2; exit 2; }
-: "${TLS_CERT:?TLS_CERT must name the PEM certificate}" "${TLS_KEY:?TLS_KEY must name the PEM key}"
-: "${PORT:?PORT must be set}" "${BUILD_DIR:?BUILD_DIR must be set}"
-docroot="${STATIC_ROOT:-$BUILD_DIR/site}"
 # shellcheck source=../_shared/static/lib.sh
 source "$here/../_shared/static/lib.sh"
-
-# WORKERS unset: the CPUs this process may use (lib.sh).
-workers="${WORKERS:-$(cpus)}"
+prepare_run apache "$here" # sets template, docroot and workers
 
 # Started as root, httpd hands its children to www-data (Debian's
 # APACHE_RUN_USER); unprivileged it keeps its own user and needs no User line.

@@ -3,18 +3,10 @@
 # exec nginx in the foreground, so SIGTERM (fast shutdown) and SIGQUIT
 # (graceful) reach the master directly.
 set -euo pipefail
-config="${STATIC_CONFIG:-tuned}"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-template="$here/nginx-$config.conf"
-[[ -f $template ]] || { echo "STATIC_CONFIG=$config: no $template" >&2; exit 2; }
-: "${TLS_CERT:?TLS_CERT must name the PEM certificate}" "${TLS_KEY:?TLS_KEY must name the PEM key}"
-: "${PORT:?PORT must be set}" "${BUILD_DIR:?BUILD_DIR must be set}"
-docroot="${STATIC_ROOT:-$BUILD_DIR/site}"
 # shellcheck source=../_shared/static/lib.sh
 source "$here/../_shared/static/lib.sh"
-
-# WORKERS unset: the CPUs this process may use (lib.sh).
-workers="${WORKERS:-$(cpus)}"
+prepare_run nginx "$here" # sets template, docroot and workers
 
 # As root the master hands the workers to www-data (Debian's default user);
 # unprivileged, nginx ignores "user" with a warning, so it is left out.

@@ -1,5 +1,19 @@
 # Shell functions shared by the static stacks' run.sh (sourced, not run).
 
+# Check the run's environment and set what every run.sh needs: `template`
+# (<server>-$STATIC_CONFIG.conf next to run.sh, tuned by default), `docroot`
+# and `workers`. Exits 2 with the reason when something is missing.
+prepare_run() { # SERVER STACK_FOLDER
+  local config="${STATIC_CONFIG:-tuned}"
+  template="$2/$1-$config.conf"
+  [[ -f $template ]] || { echo "STATIC_CONFIG=$config: no $template" >&2; exit 2; }
+  : "${TLS_CERT:?TLS_CERT must name the PEM certificate}" "${TLS_KEY:?TLS_KEY must name the PEM key}"
+  : "${PORT:?PORT must be set}" "${BUILD_DIR:?BUILD_DIR must be set}"
+  docroot="${STATIC_ROOT:-$BUILD_DIR/site}"
+  # WORKERS unset: the CPUs this process may use.
+  workers="${WORKERS:-$(cpus)}"
+}
+
 # The CPUs this process may use, cgroup-aware: nproc honours the affinity mask
 # (taskset, cpuset) and a CFS quota lowers it further, rounded up. This is
 # WORKERS when the harness does not set it.
