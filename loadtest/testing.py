@@ -31,6 +31,14 @@ N_ERROR = b"n must be an integer between 1 and 100"
 AT_ERROR = b"at must be a local time formatted YYYY-MM-DDTHH:MM[:SS]"
 PLAIN_TEXT = "text/plain; charset=utf-8"
 HELLO_TIME = re.compile(rb"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}")
+# Each static stack id and the Server header it sends: tuned configs hide the
+# version (server_tokens off, ServerTokens Prod), stock configs show Debian's.
+STATIC_STACK_SERVER_HEADERS = [
+    ("nginx-static", "nginx"),
+    ("nginx-static@stock", "nginx/1.22.1"),
+    ("apache-static", "Apache"),
+    ("apache-static@stock", "Apache/2.4.71 (Debian)"),
+]
 
 
 def vectors(name: str) -> dict:

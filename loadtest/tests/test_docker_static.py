@@ -14,17 +14,10 @@ from loadtest import manifest as manifests
 from loadtest.check import run_conformance
 from loadtest.docker import DockerRunner, compose_problem, daemon_problem, free_port, image_id
 from loadtest.runner import Limits
+from loadtest.testing import STATIC_STACK_SERVER_HEADERS
 
 
-@pytest.mark.parametrize(
-    ("stack", "server_header"),
-    [
-        ("nginx-static", "nginx"),
-        ("nginx-static@stock", "nginx/1.22.1"),
-        ("apache-static", "Apache"),
-        ("apache-static@stock", "Apache/2.4.71 (Debian)"),
-    ],
-)
+@pytest.mark.parametrize(("stack", "server_header"), STATIC_STACK_SERVER_HEADERS)
 def test_static_stack_in_a_container_serves_https_with_its_config(stack, server_header, tmp_path):
     problem = daemon_problem() or compose_problem()
     if problem:

@@ -18,20 +18,13 @@ from loadtest.check import conformance_command, run_conformance
 from loadtest.native import NativeRunner, base_env
 from loadtest.ports import free_port
 from loadtest.runner import Limits
+from loadtest.testing import STATIC_STACK_SERVER_HEADERS
 
 NGINX_BROTLI = Path("/usr/lib/nginx/modules/ngx_http_brotli_static_module.so")
 HTTPD_BROTLI = Path("/usr/lib/apache2/modules/mod_brotli.so")
 
 
-@pytest.mark.parametrize(
-    ("stack", "server_header"),
-    [
-        ("nginx-static", "nginx"),
-        ("nginx-static@stock", "nginx/1.22.1"),
-        ("apache-static", "Apache"),
-        ("apache-static@stock", "Apache/2.4.71 (Debian)"),
-    ],
-)
+@pytest.mark.parametrize(("stack", "server_header"), STATIC_STACK_SERVER_HEADERS)
 def test_static_tls_stack_runs_natively_and_passes(stack, server_header, tmp_path):
     runner = NativeRunner(tls_folder=tmp_path / "tls")
     manifest = manifests.load(stack)
