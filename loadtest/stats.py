@@ -69,3 +69,9 @@ def summarize(values) -> Summary:
         min=min(data),
         max=max(data),
     )
+
+
+def nearest_rank(ordered: list[float], percent: float) -> float:
+    """The percentile of sorted samples by nearest rank: always an observed value."""
+    rank = max(1, math.ceil(percent / 100 * len(ordered)))
+    return ordered[min(rank, len(ordered)) - 1]

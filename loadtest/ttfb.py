@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import socket
 import ssl
 import sys
@@ -31,6 +30,7 @@ from urllib.parse import urlsplit
 
 from contracts.conformance import h2wire as h2
 
+from .stats import nearest_rank
 from .tools.base import run_tool
 
 DEFAULT_SAMPLES = 100
@@ -174,10 +174,6 @@ def run_samples(url: str, cert: Path | None, count: int, headers, timeout: float
 # -------------------------------------------------------------- the summary
 
 
-def _rank(ordered: list[float], percent: float) -> float:
-    return ordered[min(len(ordered), max(1, math.ceil(percent / 100 * len(ordered)))) - 1]
-
-
 def summarize(data: dict) -> dict:
     """The `ttfb_*` fields of a measurement record (milliseconds)."""
     samples = data.get("samples", [])
@@ -193,12 +189,12 @@ def summarize(data: dict) -> dict:
         ttfb_mean_ms=round(sum(ttfb) / len(ttfb), 3),
         ttfb_min_ms=round(ttfb[0], 3),
         ttfb_max_ms=round(ttfb[-1], 3),
-        **{f"ttfb_p{p}_ms": round(_rank(ttfb, p), 3) for p in (50, 90, 99)},
-        ttfb_curve=[[p, round(_rank(ttfb, p), 3)] for p in CURVE_POINTS],
+        **{f"ttfb_p{p}_ms": round(nearest_rank(ttfb, p), 3) for p in (50, 90, 99)},
+        ttfb_curve=[[p, round(nearest_rank(ttfb, p), 3)] for p in CURVE_POINTS],
     )
     for part in ("connect", "handshake", "wait"):
         values = sorted(s[f"{part}_ms"] for s in samples)
-        fields[f"ttfb_{part}_p50_ms"] = round(_rank(values, 50), 3)
+        fields[f"ttfb_{part}_p50_ms"] = round(nearest_rank(values, 50), 3)
         fields[f"ttfb_{part}_mean_ms"] = round(sum(values) / len(values), 3)
     statuses = sorted({s["status"] for s in samples if s["status"] is not None})
     fields["ttfb_statuses"] = statuses

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from loadtest.stats import nearest_rank
 from loadtest.tools import get_tool
 from loadtest.tools.base import LoadSpec
-from loadtest.tools.h2load import H2load, nearest_rank, parse_output
+from loadtest.tools.h2load import H2load, parse_output
 
 FIXTURES = Path(__file__).parent / "fixtures" / "h2load"
 PAGE = (("Accept-Encoding", "br, gzip"),)

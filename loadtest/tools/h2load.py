@@ -30,6 +30,7 @@ import subprocess
 from dataclasses import replace
 from pathlib import Path
 
+from ..stats import nearest_rank
 from .base import ERROR_KINDS, HOST, PERCENTILES, Executor, LoadResult, LoadSpec, Tool, latency_key
 
 NOTE_CO = "closed loop: h2load latency is subject to coordinated omission (tail understated)"
@@ -211,11 +212,6 @@ def parse_log(text: str) -> tuple[list[float], float]:
         first = start if first is None else min(first, start)
         last = start + took if last is None else max(last, start + took)
     return latencies, ((last - first) / 1e6 if latencies else 0.0)
-
-
-def nearest_rank(ordered: list[float], percent: float) -> float:
-    rank = max(1, math.ceil(percent / 100 * len(ordered)))
-    return ordered[min(rank, len(ordered)) - 1]
 
 
 def parse_output(
