@@ -41,7 +41,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from . import calibration, front, plan, ttfb
+from . import calibration, front, plan, steady, ttfb
 from .errors import StepError
 from .manifest import ManifestError, load, stack_names
 from .metrics import UsageSampler, response_bytes
@@ -62,14 +62,13 @@ from .results import (
 from .runner import Limits, RunnerUnavailable, choose_runner, get_runner
 from .tools import get_tool
 from .tools.base import HOST, Executor, ToolError, client_bound, tool_cpu_share
+from .verdict import NOISY_FOREIGN_PCT, WARMUP_WINDOW_S, Figures, judge
 
 READY_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 15.0
 # Cases of one instance run back to back; a short pause lets sockets in
 # TIME_WAIT and the server's own bookkeeping settle between them.
 PAUSE_BETWEEN_CASES_S = 0.3
-# Busy % of a pinned core group not explained by the server or the tool.
-NOISY_FOREIGN_PCT = 15.0
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -630,11 +629,12 @@ class Bench:
             step = "load"
             self.measure_response_bytes(stack, server, instance)
             current_scenario = None
+            warmed = None
             for case in instance.cases:
                 if case.scenario != current_scenario:
                     current_scenario = case.scenario
-                    self.warm_up(server, instance, case.scenario)
-                self.run_case(server, instance, case)
+                    warmed = self.warm_up(server, instance, case.scenario)
+                self.run_case(server, instance, case, warmed)
                 if not server.is_alive():
                     raise StepError(
                         stack, "load",
@@ -736,20 +736,34 @@ class Bench:
             ca_cert=str(server.tls_cert) if getattr(server, "tls_cert", None) else None,
         )
 
-    def warm_up(self, server, instance: Instance, scenario: str) -> None:
-        """Unrecorded load before a scenario's first case (JITs, caches, pools)."""
+    def warm_up(self, server, instance: Instance, scenario: str) -> steady.WarmUp | None:
+        """Load before a scenario's first case until its throughput is steady (JITs,
+        caches, pools): one-second windows, at most WARMUP seconds (loadtest/steady.py)."""
         if self.knobs.warmup <= 0:
-            return
+            return None
         connections = max(c.connections for c in instance.cases if c.scenario == scenario)
         # h2load cases warm up with h2load: the same protocol, TLS sessions and headers.
         tool = "h2load" if self.knobs.tool == "h2load" else "wrk"
         case = Case(instance.stack, instance.quota, scenario, connections, tool, "",
                     instance.repetition, "warmup", instance.cores)  # fmt: skip
-        self.progress.update(self.task, description=f"{instance.stack} {scenario} warm-up")
+        spec = self.spec(server, case, duration=WARMUP_WINDOW_S)
         raw = self.folder / "raw" / "warmup" / _raw_name(case)
-        get_tool(tool).run(self.spec(server, case, duration=self.knobs.warmup), raw, self.executor)
+        windows = 0
 
-    def run_case(self, server, instance: Instance, case: Case) -> None:
+        def window() -> float | None:
+            nonlocal windows
+            windows += 1
+            self.progress.update(self.task, description=f"{instance.stack} {scenario} warm-up {windows}s")
+            result = get_tool(tool).run(spec, raw.with_name(f"{raw.name}.w{windows}"), self.executor)
+            return result.rps if result.ok and result.requests > 0 else None
+
+        warmed = steady.warm_up(window, self.knobs.warmup)
+        if not warmed.steady and not warmed.problem:
+            self.say(f"[yellow]! {escape(instance.stack)} {scenario}: not steady after "
+                     f"{warmed.seconds:g} s of warm-up (windows {_rates(warmed.curve)})[/]")  # fmt: skip
+        return warmed
+
+    def run_case(self, server, instance: Instance, case: Case, warmed=None) -> None:
         k = self.knobs
         rate = None
         fraction = None
@@ -846,7 +860,9 @@ class Bench:
             "response": self.response_bytes.get((case.stack, case.scenario)),
             "server_alive_after": alive,
             **first_byte,
+            **(warmed.to_dict() if warmed else {}),
         }
+        record.update(limits(record, fraction is not None or rate is not None))
         self.writer.write(record)
         if case.phase == "peak" and ok:
             self.peaks[_peak_key(case)] = result.rps
@@ -880,7 +896,7 @@ class Bench:
         if record["status"] != "ok":
             return f"[red]✗ {escape(head)}  {escape(record['problem'] or 'no responses')}[/]"
         p99 = result["latency_ms"].get("p99")
-        cpu = record["server"].get("cpu_mean_pct")
+        cpu = record["server"].get("cpu_active_pct") or record["server"].get("cpu_mean_pct")
         errors = result["errors_total"]
         parts = [
             f"{result['rps']:>10,.0f} req/s",
@@ -890,7 +906,9 @@ class Bench:
             f"tool cpu {record['tool_cpu_share'] * 100:.0f}%",
             f"TTFB p50 {record['ttfb_p50_ms']:.2f} ms" if record.get("ttfb_p50_ms") else "",
         ]
-        flag = "  [bold yellow]CLIENT-BOUND[/]" if record["client_bound"] else ""
+        flag = f"  {verdict_mark(record)}"
+        if record["not_steady"]:
+            flag += f"  [bold magenta]NOT-STEADY[/] ({steady_reason(record)})"
         if record["shared_cores"]:
             flag += "  [bold yellow]SHARED CORES[/] (server and tool on the same cores)"
         if record["noisy"]:
@@ -908,6 +926,7 @@ class Bench:
         """Requests/s per stack and scenario at the highest connection level, ceiling last."""
         from rich.table import Table
 
+        from .report.render import limited_by
         from .report.summary import measurement_rows
 
         from .report.charts import uncapped
@@ -921,7 +940,9 @@ class Bench:
         scenarios = [s for s in plan.SCENARIOS if any(r["scenario"] == s for r in rows)]
         top = {s: max(r["connections"] for r in rows if r["scenario"] == s) for s in scenarios}
         table = Table(
-            title="requests/s (median) at the highest connection level", title_justify="left"
+            title="requests/s (median) at the highest connection level, and what limited it "
+            "(server: the stack's own figure)",
+            title_justify="left",
         )
         table.add_column("stack")
         for scenario in scenarios:
@@ -932,9 +953,9 @@ class Bench:
             for scenario in scenarios:
                 row = next((r for r in rows if r["stack"] == stack and r["scenario"] == scenario
                             and r["connections"] == top[scenario]), None)  # fmt: skip
-                cell = f"{row['rps_median']:,.0f}" if row else "-"
-                if row and row["client_bound_runs"]:
-                    cell += " (client-bound)"
+                cell = f"{row['rps_median']:,.0f} {limited_by(row)}" if row else "-"
+                if row and row.get("not_steady_runs"):
+                    cell += " NOT-STEADY"
                 cells.append(cell)
             name = next(r["display_name"] for r in rows if r["stack"] == stack)
             table.add_row(escape(name), *cells)
@@ -1011,6 +1032,55 @@ def foreign_load(usage, tool_cores_used: float, knobs: Knobs, server_cpus=None) 
         "server_cores": None if server is None else round(max(0.0, server), 1),
         "client_cores": None if client is None else round(max(0.0, client), 1),
     }
+
+
+def limits(record: dict, open_loop: bool) -> dict:
+    """The verdict (what limited the figure) and the steadiness of one measurement."""
+    result, usage = record["result"], record["server"]
+    capacity = record["cpu_quota"] or record["server_cores"]
+    cpu = usage.get("cpu_active_pct")
+    figures = Figures(
+        rps=result["rps"],
+        connections=record["connections"],
+        mean_latency_ms=result["latency_ms"].get("mean"),
+        server_cpu_pct=cpu if cpu is not None else usage.get("cpu_mean_pct"),
+        server_capacity=capacity,
+        tool_share=record["tool_cpu_share"],
+        server_cores_busy_pct=usage.get("server_cores_busy_pct"),
+        foreign_pct=record["foreign_load_pct"].get("server_cores"),
+        client_foreign_pct=record["foreign_load_pct"].get("client_cores"),
+        errors=result["errors_total"],
+        requests=result["requests"],
+        closed_loop=not open_loop,
+        offered_rate=record["rate"],
+        shared_cores=record["shared_cores"],
+        tool=record["tool"],
+    )
+    unsettled = record.get("warmup_steady") is False
+    return {
+        **judge(figures).to_dict(),
+        "drift": usage.get("drift"),
+        "not_steady": steady.not_steady(usage.get("drift")) or unsettled,
+    }
+
+
+def verdict_mark(record: dict) -> str:
+    """How the console shows what limited a figure."""
+    if record["verdict"] == "server-bound":
+        return "[green]server-bound[/]"
+    if record["verdict"] == "client-bound":
+        return "[bold yellow]CLIENT-BOUND[/]"
+    return f"[bold red]NEITHER[/] ({escape(record['cause'])}: {escape(record['verdict_detail'])})"
+
+
+def steady_reason(record: dict) -> str:
+    if record.get("warmup_steady") is False:
+        return f"warm-up did not settle in {record['warmup_s']:g} s"
+    return f"second half {record['drift'] * 100:+.0f}% against the first"
+
+
+def _rates(curve: list[float]) -> str:
+    return ", ".join(f"{r:,.0f}" for r in curve)
 
 
 def _pct(value) -> str:

@@ -28,9 +28,11 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import steady
 from .manifest import REPO_ROOT, ManifestError, load, stack_names
 from .plan import KnobError, Knobs, load_profiles, resolve
 from .results import RESULTS_ROOT, git_info, host_info, new_run_id, write_json_atomic
+from .verdict import WARMUP_WINDOW_S
 
 SMOKE_DURATION_S = 1.0
 SMOKE_AB_REQUESTS = 300
@@ -355,11 +357,12 @@ def _measure_lab5(settings: dict, folder: Path, manifest, runner, tools: dict, s
             warm = LoadSpec(
                 url,
                 settings["connections"],
-                settings["warmup"],
+                WARMUP_WINDOW_S,
                 settings["timeout"],
                 client_cpus=tuple(settings["client_cpus"]),
             )
-            tools["wrk"].run(warm, folder / "raw" / "warmup")
+            raw = folder / "raw" / "warmup"
+            steady.warm_up(lambda: tools["wrk"].run(warm, raw).rps or None, settings["warmup"])
         for key, run in lab5_schedule(settings.get("rounds", 1), settings["baselines"]):
             spec = LoadSpec(
                 url=url,

@@ -25,6 +25,8 @@ from pathlib import Path
 
 import psutil
 
+from .steady import active_span, drift, read_loopback_bytes
+
 SAMPLE_INTERVAL_S = 0.25
 PID_REFRESH_S = 1.0
 
@@ -40,6 +42,13 @@ class ServerUsage:
     server_cores_busy_pct: float | None = None
     client_cores_busy_pct: float | None = None
     processes_peak: int = 0
+    # The server's CPU over the windows while load flowed (the verdict's input:
+    # the tool's start and end are not the server's idle time).
+    cpu_active_pct: float | None = None
+    # Loopback bytes/s per sampled window (every request and answer crosses
+    # it), and the second half's rate over the first's, minus 1 (loadtest/steady.py).
+    loopback_bytes_per_s: list = field(default_factory=list)
+    drift: float | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -73,6 +82,7 @@ class UsageSampler:
         self._first_cpu = self._last_cpu = None
         self._first_wall = self._last_wall = None
         self._host_start = self._host_end = None
+        self._windows: list[tuple[float, float, int | None]] = []  # (wall, tree cpu s, lo bytes)
 
     def _refresh(self) -> None:
         wanted = set(self._pids())
@@ -101,6 +111,7 @@ class UsageSampler:
     def _sample(self) -> None:
         cpu, rss = self._tree_cpu_and_rss()
         now = time.monotonic()
+        self._windows.append((now, cpu, read_loopback_bytes()))
         if self._last_cpu is not None and now > self._last_wall:
             # A process that exited between samples takes its CPU time with it;
             # never report negative usage for that interval.
@@ -139,6 +150,7 @@ class UsageSampler:
             )
             usage.cpu_peak_pct = max(self._cpu_pcts)
         usage.rss_peak_bytes = self._rss_peak or None
+        self._flow(usage)
         usage.server_cores_busy_pct = cores_busy(
             self._host_start, self._host_end, self._server_cpus
         )
@@ -146,6 +158,25 @@ class UsageSampler:
             self._host_start, self._host_end, self._client_cpus
         )
         return usage
+
+
+    def _flow(self, usage: ServerUsage) -> None:
+        """Loopback rate per window, drift, and the server's CPU while load flowed."""
+        windows = self._windows
+        if len(windows) < 2 or any(lo is None for _, _, lo in windows):
+            return
+        rates, cpus = [], []
+        for (t0, c0, b0), (t1, c1, b1) in zip(windows, windows[1:]):
+            span = max(t1 - t0, 1e-6)
+            rates.append(max(0, b1 - b0) / span)
+            cpus.append((c1 - c0, span))
+        usage.loopback_bytes_per_s = [round(r) for r in rates]
+        usage.drift = None if (d := drift(rates)) is None else round(d, 4)
+        start, end = active_span(rates)
+        busy = sum(c for c, _ in cpus[start:end])
+        wall = sum(s for _, s in cpus[start:end])
+        if wall > 0:
+            usage.cpu_active_pct = max(0.0, busy / wall * 100)
 
 
 def cores_busy(start, end, cpus: tuple[int, ...] | None) -> float | None:

@@ -19,6 +19,7 @@ from pathlib import Path
 from . import calibration
 from .cgroups import parse_memory
 from .runner import RUNNERS
+from .verdict import STEADY_MIN_WINDOWS, WARMUP_WINDOW_S
 
 PROFILES_FILE = Path(__file__).with_name("profiles.toml")
 SCENARIOS = {
@@ -62,6 +63,9 @@ KNOBS = {
 # Seconds a case costs beyond its duration (tool start, sampling, bookkeeping),
 # and per started stack (start, ready, stop); used for the estimate only.
 CASE_OVERHEAD_S = 0.5
+# A warm-up window costs a little more than its second (the tool's start, new
+# connections); a warm stack settles in the minimum number of windows.
+WARMUP_WINDOW_COST_S = WARMUP_WINDOW_S + 0.1
 INSTANCE_OVERHEAD_S = 6.0
 VERIFY_S = 5.0
 # Guesses for the estimate only: a fixed request count at this rate, a TTFB sample.
@@ -436,8 +440,15 @@ def case_seconds(knobs: Knobs, case: Case) -> float:
     return knobs.duration + CASE_OVERHEAD_S + ttfb
 
 
+def expected_warmup_s(knobs: Knobs) -> float:
+    """A steady stack's warm-up per scenario; WARMUP is only its upper bound."""
+    if knobs.warmup <= 0:
+        return 0.0
+    return STEADY_MIN_WINDOWS * WARMUP_WINDOW_COST_S
+
+
 def instance_seconds(knobs: Knobs, instance: Instance, verify: bool) -> float:
-    warmups = len({c.scenario for c in instance.cases}) * knobs.warmup
+    warmups = len({c.scenario for c in instance.cases}) * expected_warmup_s(knobs)
     cases = sum(case_seconds(knobs, c) for c in instance.cases)
     return INSTANCE_OVERHEAD_S + (VERIFY_S if verify else 0) + warmups + cases
 

@@ -36,6 +36,21 @@ H2LOAD_NOTE = (
     "then sends the requests left with further h2load runs over new connections and merges "
     "them; a timed run cannot be continued and is flagged in the problems column."
 )
+VERDICT_NOTE = (
+    "limited by: what stopped each figure from being higher, judged from the same window. "
+    "server = the server used at least 85% of the CPU it was given (the figure is the "
+    "stack's own); client = the load tool used at least 90% of its cores (a lower bound for "
+    "the server); neither = both had CPU to spare, with the likely cause: delayed-ack (a "
+    "stall of about k x 40 ms, typically a response written in pieces with Nagle on), "
+    "waiting, errors, idle-connections or tool-counts (Little's law), concurrency (too few "
+    "connections), noisy. A req/s marked (?) was limited by neither side: it is not the "
+    "stack's capacity. See docs/methodology.md, \"What limited a figure\"."
+)
+STEADY_NOTE = (
+    "NOT-STEADY marks a case whose throughput drifted by more than 15% between the first and "
+    "the second half of the run (loopback bytes per window), or whose warm-up did not settle "
+    "within its bound: a JIT still compiling, a cache filling, a server degrading."
+)
 SHARED_NOTE = (
     "SHARED CORES marks a case whose server cores include the load tool's (e.g. 2 server "
     "cores on a 2-core host): server and client compete, so such figures are lower bounds."
@@ -59,7 +74,8 @@ def scenario_groups(rows: list[dict]) -> list[tuple[str, list[dict]]]:
 
 
 TABLE_HEAD = [
-    "stack", "conn", "tool", "cores", "quota", "rate", "runs", "req/s (median)", "CV", "% ceiling",
+    "stack", "conn", "tool", "cores", "quota", "rate", "runs", "req/s (median)", "limited by",
+    "CV", "% ceiling",
     "p50 ms", "p99 ms", "max ms", "errors", "MB/s", "header B", "body B", "CPU %",
     "RSS MiB", "tool CPU %", "TTFB p50 ms", "flags",
 ]  # fmt: skip
@@ -79,8 +95,12 @@ def table_cells(row: dict) -> list[str]:
         flags.append("peak for open loop")
     if row.get("shared_cores"):
         flags.append("SHARED CORES")
+    if row.get("not_steady_runs"):
+        flags.append(f"NOT-STEADY ({row['not_steady_runs']}/{row['runs']})")
     cv = f"{row['rps_cv'] * 100:.1f}%" if row["rps_cv"] is not None else "-"
     share = f"{row['share_of_ceiling'] * 100:.0f}%" if row["share_of_ceiling"] else "-"
+    if row.get("ceiling_invalid"):
+        share = "above: ceiling invalid"
     return [
         row["display_name"],
         str(row["connections"]),
@@ -94,7 +114,8 @@ def table_cells(row: dict) -> list[str]:
         if row["rate_spec"]
         else "-",
         str(row["runs"]),
-        fmt(row["rps_median"]),
+        fmt(row["rps_median"]) + (" (?)" if unexplained(row) else ""),
+        limited_by(row),
         cv,
         share,
         fmt(row["latency_p50_ms"], 2),
@@ -110,6 +131,19 @@ def table_cells(row: dict) -> list[str]:
         fmt(row.get("ttfb_p50_ms"), 2),
         ", ".join(flags),
     ]
+
+
+def unexplained(row: dict) -> bool:
+    """A figure limited by neither side (an open loop's offered rate excepted)."""
+    return row.get("verdict") == "neither" and row.get("cause") != "offered-rate"
+
+
+def limited_by(row: dict) -> str:
+    verdict = row.get("verdict")
+    if not verdict:
+        return "-"
+    text = {"server-bound": "server", "client-bound": "client"}.get(verdict, f"neither: {row.get('cause')}")
+    return text + (f" [{row['verdict_runs']}]" if row.get("verdict_runs") else "")
 
 
 def stack_notes(outcomes: dict, run: dict) -> list[str]:
@@ -192,6 +226,11 @@ def headroom(rows: list[dict]) -> list[list[str]]:
         best = max(stacks, key=lambda r: r["rps_median"])
         ratio = ceiling["rps_median"] / best["rps_median"]
         mark = "" if ratio >= HEADROOM_TARGET else " (below 1.5: stacks near the harness limit)"
+        if ratio < 1:
+            table.append([scenario, str(connections), tool, best["display_name"],
+                          fmt(best["rps_median"]), fmt(ceiling["rps_median"]),
+                          "ceiling invalid: a stack beat it"])  # fmt: skip
+            continue
         table.append([scenario, str(connections), tool, best["display_name"],
                       fmt(best["rps_median"]), fmt(ceiling["rps_median"]), f"{ratio:.2f}x{mark}"])  # fmt: skip
     return table
@@ -222,6 +261,8 @@ def extra_notes(rows: list[dict]) -> list[str]:
         notes.append(TTFB_NOTE)
     if any(r.get("shared_cores") for r in rows):
         notes.append(SHARED_NOTE)
+    if any(r.get("not_steady_runs") for r in rows):
+        notes.append(STEADY_NOTE)
     if any(r["tool"] == "h2load" for r in rows):
         notes.append(H2LOAD_NOTE)
     return notes
@@ -230,7 +271,7 @@ def extra_notes(rows: list[dict]) -> list[str]:
 def markdown(rows: list[dict], outcomes: dict, run: dict, charts: dict[str, list[Path]]) -> str:
     out = [f"# serverlab results: {run.get('run_id', '')}", ""]
     out += [f"- **{k}**: {v}" for k, v in run_facts(run)]
-    out += ["", "## Notes", "", f"- {CO_NOTE}", f"- {CLIENT_BOUND_NOTE}", f"- {NOISY_NOTE}",
+    out += ["", "## Notes", "", f"- {VERDICT_NOTE}", f"- {CO_NOTE}", f"- {CLIENT_BOUND_NOTE}", f"- {NOISY_NOTE}",
             "- Statistics: median over the runs; CV = coefficient of variation of requests/s; "
             "`summary.csv` also has the mean of the middle runs (highest and lowest dropped)."]  # fmt: skip
     out += [f"- {note}" for note in extra_notes(rows)]
@@ -309,6 +350,7 @@ def html_report(rows: list[dict], outcomes: dict, run: dict, charts: dict[str, l
         for k, v in run_facts(run)
     )
     body.append(f'<table class="facts">{facts}</table>')
+    body.append(f'<div class="note">{html.escape(VERDICT_NOTE)}</div>')
     body.append(f'<div class="note">{html.escape(CO_NOTE)}</div>')
     body.append(f'<div class="note">{html.escape(CLIENT_BOUND_NOTE)}</div>')
     body += [f'<div class="note">{html.escape(note)}</div>' for note in extra_notes(rows)]

@@ -29,7 +29,9 @@ COLUMNS = [
     "requests", *[f"errors_{kind}" for kind in ERROR_KINDS], "errors_total", "error_rate",
     "mb_per_s", "bytes_per_response", "header_bytes", "body_bytes", "server_header",
     "server_cpu_mean_pct", "server_cpu_peak_pct", "rss_peak_mb",
-    "tool_cpu_pct", "client_bound_runs", "noisy_runs", "ceiling_rps", "share_of_ceiling",
+    "tool_cpu_pct", "client_bound_runs", "noisy_runs",
+    "verdict", "cause", "verdict_runs", "server_cpu_active_pct", "little_ratio",
+    "not_steady_runs", "drift", "warmup_s", "ceiling_rps", "share_of_ceiling", "ceiling_invalid",
     *TTFB_KEYS, "problems",
 ]  # fmt: skip
 
@@ -140,10 +142,17 @@ def aggregate(group: list[dict]) -> dict:
     row["tool_cpu_pct"] = _round(_median(r.get("tool_cpu_share", 0) * 100 for r in ok), 1)
     row["client_bound_runs"] = sum(1 for r in ok if r.get("client_bound"))
     row["noisy_runs"] = sum(1 for r in ok if r.get("noisy"))
+    row.update(verdict_columns(ok))
+    row["server_cpu_active_pct"] = _round(_median(r["server"].get("cpu_active_pct") for r in ok), 1)
+    row["little_ratio"] = _round(_median(r.get("little_ratio") for r in ok), 3)
+    row["not_steady_runs"] = sum(1 for r in ok if r.get("not_steady"))
+    row["drift"] = _round(_median(r.get("drift") for r in ok), 4)
+    row["warmup_s"] = _round(_max(r.get("warmup_s") for r in ok), 1)
     problems = sorted({r.get("problem") for r in group if r.get("problem")})
     row["problems"] = "; ".join(problems)[:300]
     row["ceiling_rps"] = None
     row["share_of_ceiling"] = None
+    row["ceiling_invalid"] = False
     for key in TTFB_KEYS:  # measured apart from the load: also after a failed load
         row[key] = _round(_median(r.get(key) for r in group), 3)
     return row
@@ -164,6 +173,24 @@ def attach_ceiling(rows: list[dict]) -> None:
         row["ceiling_rps"] = ceiling
         if ceiling and row["rps_median"] is not None:
             row["share_of_ceiling"] = round(row["rps_median"] / ceiling, 4)
+            # A stack faster than the ceiling: the ceiling is no ceiling for this case.
+            row["ceiling_invalid"] = not row["ceiling"] and row["rps_median"] > ceiling
+
+
+def verdict_columns(ok: list[dict]) -> dict:
+    """What limited the runs of one row. Aggregation: the verdict most runs had
+    (ties: the least flattering, neither before client-bound before server-bound),
+    its most frequent cause, and the count per verdict when the runs disagree."""
+    verdicts = [r.get("verdict") for r in ok if r.get("verdict")]
+    if not verdicts:
+        return {"verdict": None, "cause": "", "verdict_runs": ""}
+    order = ("neither", "client-bound", "server-bound")
+    counts = {v: verdicts.count(v) for v in order if v in verdicts}
+    verdict = max(counts, key=lambda v: (counts[v], -order.index(v)))
+    causes = [r.get("cause", "") for r in ok if r.get("verdict") == verdict and r.get("cause")]
+    cause = max(set(causes), key=causes.count) if causes else ""
+    mixed = ", ".join(f"{v} {n}" for v, n in counts.items()) if len(counts) > 1 else ""
+    return {"verdict": verdict, "cause": cause, "verdict_runs": mixed}
 
 
 def stack_outcomes(records: list[dict]) -> dict[str, dict]:

@@ -24,7 +24,7 @@ def test_precedence_profile_env_cli():
     k = resolve("smoke", env={"DURATION": "7", "REPEAT": "2"}, cli={"DURATION": "9", "REPEAT": ""})
     assert k.duration == 9 and k.sources["duration"] == "cli"
     assert k.repeat == 2 and k.sources["repeat"] == "env"
-    assert k.warmup == 1 and k.sources["warmup"] == "profile"
+    assert k.warmup == 5 and k.sources["warmup"] == "profile"
 
 
 def test_list_knobs_and_cpus():
@@ -94,21 +94,23 @@ def test_quota_sweep_starts_each_quota_separately():
     assert all(i.quota is None for i in instances if i.stack == "ceiling")
 
 
-def test_quick_profile_fits_its_budget_for_fourteen_stacks():
-    """`make bench` (quick) must finish in under 15 minutes on 2 cores with builds cached."""
+def test_quick_profile_fits_its_budget_for_sixteen_stacks():
+    """`make bench` (quick) must finish in under 15 minutes on 2 cores with builds cached
+    (the estimate assumes steady stacks; the measured figure is in docs/methodology.md)."""
     k = resolve("quick", env={}, cli={"SEED": "1"})
-    stacks = [f"stack{i}" for i in range(14)]
-    assert plan.estimate_seconds(k, build_plan(k, stacks)) < 13 * 60
+    stacks = [f"stack{i}" for i in range(16)]
+    assert plan.estimate_seconds(k, build_plan(k, stacks)) < 14 * 60
 
 
 def test_estimate_counts_warmups_and_starts():
     k = knobs(SEED=1, SCENARIOS="hello", CONNECTIONS="16")
     seconds = plan.estimate_seconds(k, build_plan(k, ["a"]))
-    # Two starts (a + ceiling), one verification, two warm-ups, two cases.
+    # Two starts (a + ceiling), one verification, two warm-ups (each settling
+    # in the minimum number of windows; WARMUP is only their bound), two cases.
     expected = (
         2 * plan.INSTANCE_OVERHEAD_S
         + plan.VERIFY_S
-        + 2 * k.warmup
+        + 2 * plan.STEADY_MIN_WINDOWS * plan.WARMUP_WINDOW_COST_S
         + 2 * (k.duration + plan.CASE_OVERHEAD_S)
     )
     assert seconds == pytest.approx(expected)

@@ -24,13 +24,11 @@ from pathlib import Path
 from typing import Protocol
 
 from ..priority import raise_own_priority
+from ..verdict import CLIENT_BOUND_SHARE
 
 # Latency percentiles every tool reports where it can (keys are percent).
 PERCENTILES = (50, 75, 90, 95, 99, 99.9)
 ERROR_KINDS = ("connect", "read", "write", "timeout", "non2xx")
-# A load tool that used this share of its cores or more was (probably) the
-# bottleneck, not the server: the measurement says more about the client.
-CLIENT_BOUND_SHARE = 0.90
 
 
 class ToolError(Exception):

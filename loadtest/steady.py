@@ -1,0 +1,122 @@
+"""Steady state: warm up until throughput is stable, and tell when a run drifted.
+
+JIT runtimes (the JVM's C2, PyPy's tracing JIT) and lazy caches serve their
+first seconds several times slower than the rest; a fixed warm-up is either
+too short for them or wasted on the others. The warm-up therefore runs the
+load in one-second windows until two successive windows agree within
+STEADY_TOLERANCE, up to the WARMUP knob's bound per instance and scenario,
+and the curve of window rates is kept with the measurement.
+
+Within a measurement, a sampler reads the loopback interface's byte counter a
+few times a second (every byte of a request and its answer crosses it, for
+any tool, natively or in containers on the host network): the rate of its
+first half against its second half is the run's drift, and a run beyond
+DRIFT_BOUND is flagged NOT-STEADY. The thresholds live in loadtest/verdict.py.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from .verdict import DRIFT_BOUND, STEADY_MIN_WINDOWS, STEADY_TOLERANCE, WARMUP_WINDOW_S
+
+LOOPBACK = "lo"
+# Leading and trailing windows below this share of the median carry the tool's
+# start or end (or a pause between two tools), not the server's pace.
+EDGE_SHARE = 0.5
+MIN_WINDOWS_FOR_DRIFT = 4
+
+
+@dataclass
+class WarmUp:
+    """The warm-up of one instance and scenario: window rates in requests/s."""
+
+    curve: list[float] = field(default_factory=list)
+    steady: bool = False
+    bound_s: float = 0.0
+    problem: str = ""
+
+    @property
+    def seconds(self) -> float:
+        return len(self.curve) * WARMUP_WINDOW_S
+
+    def to_dict(self) -> dict:
+        return {
+            "warmup_s": self.seconds,
+            "warmup_steady": self.steady,
+            "warmup_curve": [round(r, 1) for r in self.curve],
+            "warmup_bound_s": self.bound_s,
+        }
+
+
+def settled(curve: list[float], tolerance: float = STEADY_TOLERANCE) -> bool:
+    """Two successive windows within `tolerance` of each other (relative to the larger)."""
+    if len(curve) < STEADY_MIN_WINDOWS:
+        return False
+    last, previous = curve[-1], curve[-2]
+    top = max(last, previous)
+    return top > 0 and abs(last - previous) / top <= tolerance
+
+
+def warm_up(run_window: Callable[[], float | None], bound_s: float) -> WarmUp:
+    """Call `run_window` (one WARMUP_WINDOW_S window of load, its requests/s or
+    None when it failed) until the rate settles or `bound_s` seconds are spent."""
+    result = WarmUp(bound_s=bound_s)
+    windows = max(STEADY_MIN_WINDOWS, int(bound_s / WARMUP_WINDOW_S))
+    while len(result.curve) < windows:
+        rate = run_window()
+        if rate is None:
+            result.problem = "a warm-up window failed"
+            return result
+        result.curve.append(rate)
+        if settled(result.curve):
+            result.steady = True
+            return result
+    return result
+
+
+def read_loopback_bytes(path: str = "/proc/net/dev") -> int | None:
+    """Bytes received on the loopback interface so far (None where unreadable)."""
+    try:
+        with open(path) as handle:
+            for line in handle:
+                name, _, counters = line.partition(":")
+                if name.strip() == LOOPBACK:
+                    return int(counters.split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def active_span(rates: list[float]) -> tuple[int, int]:
+    """[start, end) of the windows while load flowed: edges below EDGE_SHARE of the
+    median are the tool starting or ending; interior dips are kept (a stall is news)."""
+    if not rates:
+        return 0, 0
+    floor = statistics.median(rates) * EDGE_SHARE
+    start, end = 0, len(rates)
+    while start < end and rates[start] < floor:
+        start += 1
+    while end > start and rates[end - 1] < floor:
+        end -= 1
+    return start, end
+
+
+def drift(rates: list[float]) -> float | None:
+    """Second half's mean rate over the first half's, minus 1, on the active
+    windows less one at each end (partly before or after the tool ran)."""
+    start, end = active_span(rates)
+    inner = rates[start + 1 : end - 1]
+    if len(inner) < MIN_WINDOWS_FOR_DRIFT:
+        return None
+    half = len(inner) // 2
+    first, second = statistics.fmean(inner[:half]), statistics.fmean(inner[-half:])
+    if first <= 0:
+        return None
+    return second / first - 1
+
+
+def not_steady(value: float | None) -> bool:
+    return value is not None and abs(value) > DRIFT_BOUND

@@ -1,0 +1,87 @@
+"""The reference server with one flaw of pace, for the validity tests.
+
+`python -m loadtest.tests.standin_server BEHAVIOUR "Display Name"` serves the
+contract (contracts/tests/reference_server.py, so it passes verification)
+on $HOST:$PORT, with one of:
+
+- `nagle`: head and body leave in two writes with Nagle's algorithm on, so
+  every keep-alive response waits for the client's delayed ACK (~40 ms);
+- `slow-start`: 10 ms per request for the first SLOW_START_S of load, then
+  full speed (a JIT or a cache warming up);
+- `slows-half-way`: full speed for HALF_WAY_S of load, then 3 ms per request
+  (a server degrading during a run).
+
+"Load" starts at the LOAD_STARTS_AFTER-th GET /: the conformance checker sends
+far fewer, so the clock starts with the harness's warm-up or measurement.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+import time
+
+from contracts.tests.reference_server import Handler, ReferenceServer
+
+LOAD_STARTS_AFTER = 200
+SLOW_START_S = 2.5
+HALF_WAY_S = 1.8
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.hellos = 0
+        self.started: float | None = None
+        self.lock = threading.Lock()
+
+    def tick(self) -> float | None:
+        """Seconds since load started (None before)."""
+        with self.lock:
+            self.hellos += 1
+            if self.started is None and self.hellos >= LOAD_STARTS_AFTER:
+                self.started = time.monotonic()
+        return None if self.started is None else time.monotonic() - self.started
+
+
+def handler_for(behaviour: str, clock: Clock) -> type:
+    class Paced(Handler):
+        disable_nagle_algorithm = behaviour != "nagle"
+
+        def do_GET(self) -> None:
+            elapsed = clock.tick() if self.path == "/" else None
+            if elapsed is not None:
+                if behaviour == "slow-start" and elapsed < SLOW_START_S:
+                    time.sleep(0.010)
+                elif behaviour == "slows-half-way" and elapsed >= HALF_WAY_S:
+                    time.sleep(0.003)
+            super().do_GET()
+
+    return Paced
+
+
+def main(argv: list[str]) -> int:
+    behaviour, display_name = argv[0], argv[1]
+    if behaviour not in ("nagle", "slow-start", "slows-half-way"):
+        print(f"unknown behaviour {behaviour!r}", file=sys.stderr)
+        return 2
+    server = ReferenceServer(display_name, port=int(os.environ["PORT"]),
+                             host=os.environ.get("HOST", "127.0.0.1"))  # fmt: skip
+    server.httpd.RequestHandlerClass = handler_for(behaviour, Clock())
+
+    def stop(signum, frame):
+        raise SystemExit(0)
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    print(f"stand-in ({behaviour}) on {server.url}", flush=True)
+    try:
+        server.httpd.serve_forever(poll_interval=0.05)
+    finally:
+        server.httpd.server_close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,60 @@
+"""Every figure says what limited it: the real bench against stand-ins with a flaw of pace.
+
+Each stand-in is the contract's reference server with one flaw
+(loadtest/tests/standin_server.py), run as a stack from a throw-away
+manifest like the fault tests do. The bench must name a stall's cause,
+measure a slow starter only once it is steady, and flag a run whose pace
+changed half-way.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from loadtest.tests.test_bench_faults import (
+    measurements,
+    only_run,
+    pytestmark,  # noqa: F401  (nginx and wrk needed, as for the fault tests)
+    run_bench,
+    stacks,  # noqa: F401  (fixture)
+)
+
+STANDIN_RUN = (
+    'echo $$ > "$BUILD_DIR/pgid"; cd "$REPO_ROOT"; '
+    'exec {python} -m loadtest.tests.standin_server %s "{display_name}"'
+)
+
+
+def test_a_stall_is_neither_bound_and_named_and_a_slow_start_is_measured_steady(stacks, tmp_path):
+    stall = stacks.add("nagle", run=STANDIN_RUN % "nagle")
+    starter = stacks.add("slowstart", run=STANDIN_RUN % "slow-start")
+    done = run_bench(stacks, tmp_path / "results", [stall, starter], "--warmup", "10", "--duration", "3",
+                     timeout=150)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    folder = only_run(tmp_path / "results")
+
+    (stalled,) = measurements(folder, stall)
+    assert (stalled["verdict"], stalled["cause"]) == ("neither", "delayed-ack"), stalled
+    assert 30 < stalled["result"]["latency_ms"]["mean"] < 60
+    assert "NEITHER" in done.stdout and "delayed-ack" in done.stdout
+
+    (warmed,) = measurements(folder, starter)
+    curve = warmed["warmup_curve"]
+    assert len(curve) >= 3 and warmed["warmup_s"] == len(curve)
+    # Measured after the slow seconds: several times the first window's pace.
+    assert warmed["result"]["rps"] > 3 * curve[0], (curve, warmed["result"]["rps"])
+    assert warmed["verdict"] in ("server-bound", "client-bound", "neither")
+
+    summary = (folder / "summary.csv").read_text()
+    assert "verdict" in summary.splitlines()[0] and "delayed-ack" in summary
+    assert "neither: delayed-ack" in (folder / "summary.md").read_text()
+
+
+def test_a_run_that_slows_half_way_is_not_steady(stacks, tmp_path):
+    degrading = stacks.add("halfway", run=STANDIN_RUN % "slows-half-way")
+    done = run_bench(stacks, tmp_path / "results", [degrading], "--warmup", "0", "--duration", "4",
+                     timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    (record,) = measurements(only_run(tmp_path / "results"), degrading)
+    assert record["not_steady"] and record["drift"] < -0.3, record["server"]
+    assert "NOT-STEADY" in done.stdout

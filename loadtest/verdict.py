@@ -1,0 +1,234 @@
+"""What limited a measurement: every threshold of judgement, and the verdict.
+
+A requests/s figure means something only when we know what stopped it from
+being higher. Each measurement gets one verdict, derived from what was
+measured in the same window:
+
+- `server-bound`: the server used nearly all the CPU it was given (its
+  cores, or its CPU quota when capped): the figure is the stack's own.
+- `client-bound`: the load tool used nearly all of its cores: the figure is
+  a lower bound for the server.
+- `neither`: both had CPU to spare, so something else set the pace. The
+  verdict then names the likely cause where the figures allow it (a
+  delayed-ACK stall, waiting, errors, idle connections, too few
+  connections, a tool whose counts do not add up...).
+
+Every threshold lives here, once, with the reason for its value;
+docs/methodology.md ("What limited a figure") explains them for readers.
+This module imports nothing from the harness: it is pure arithmetic on the
+figures of one record, so it is tested on recorded figures.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# ----------------------------------------------------------------- thresholds
+
+# The load tool is the bottleneck at >= 90% of the cores it can use: wrk's
+# event loop, at full speed, spends the last 5-10% of a core in the kernel's
+# scheduler and timer work that the rusage of the process does not show.
+CLIENT_BOUND_SHARE = 0.90
+# The server is the bottleneck at >= 85% of the CPU it was given, counted over
+# the seconds load was flowing. Lower than the client's bar because part of the
+# loopback's receive work runs as softirq on the server's core and is charged
+# to no process, and a pre-fork server's supervisor sleeps on a core share.
+SERVER_BOUND_SHARE = 0.85
+# ... or when its cores were >= 90% busy (kernel per-CPU counters, which do
+# see the softirq work) and other processes explain less than NOISY_FOREIGN_PCT.
+SERVER_CORES_BUSY_SHARE = 0.90
+# Other processes above 15 points of the pinned cores: the host was shared
+# (the harness's own sampler stays under 2 points).
+NOISY_FOREIGN_PCT = 15.0
+
+# Linux delays an ACK by at least 40 ms (TCP_DELACK_MIN, HZ/25). A response
+# written in two pieces with Nagle's algorithm on waits for that ACK, so a
+# stalled server shows latencies of about k x 40 ms with idle CPUs.
+DELAYED_ACK_MS = 40.0
+DELAYED_ACK_TOLERANCE = 0.25  # mean latency within 25% of k x 40 ms, k = 1..5
+# Neither side busy and each request waits this long or more: the server waits
+# on something (a sleep, a lock, a timer, a pool smaller than the connections).
+WAITING_MS = 5.0
+# Errors above 1% of the attempted requests set the pace (a failed request is
+# fast or times out, both unlike a served one).
+ERROR_SHARE = 0.01
+# Little's law for a closed-loop tool: connections = requests/s x mean latency
+# when every connection always has a request in flight. The tool's own time
+# between answer and next request makes the product a little smaller; more
+# than 25% above the connections is impossible (the counts do not add up),
+# below half means connections sat idle outside the measured latency
+# (refused or capped connections, reconnects, a tool that miscounts).
+# wrk 4 is the exception above: after the run it back-fills the latencies of
+# requests a stalled connection did not send (its coordinated-omission
+# correction), so its mean exceeds the measured one whenever the distribution
+# has a tail (cherrypy 1.6x, spring-mvc 3.7x in docs/measurements/*quick);
+# for wrk only the low bound is a sign of inconsistent counts.
+LITTLE_HIGH = 1.25
+LITTLE_LOW = 0.50
+# An open-loop run that achieved >= 98% of its offered rate was paced by the rate.
+OFFERED_RATE_SHARE = 0.98
+
+# Steady state (loadtest/steady.py). The warm-up runs one-second windows until
+# two successive ones differ by at most 5%: on a quiet host successive windows
+# of a warm stack differ by 1-3%, while a JIT still compiling gains more than
+# 5% a second.
+WARMUP_WINDOW_S = 1.0
+STEADY_TOLERANCE = 0.05
+STEADY_MIN_WINDOWS = 2
+# A measurement whose second half ran more than 15% faster or slower than its
+# first half (loopback bytes per sampled window) is NOT-STEADY. Halves of a
+# steady 3-second run on a quiet host differ by a few percent; the bound leaves
+# room for a 2-core host's noise and still catches a JIT or a collapse.
+DRIFT_BOUND = 0.15
+
+# Tools whose mean latency includes back-filled (never measured) requests.
+LATENCY_BACKFILLED = ("wrk",)
+
+VERDICTS = ("server-bound", "client-bound", "neither")
+
+CAUSES = {
+    "offered-rate": "open loop: the tool sent the offered rate and the server kept up",
+    "errors": "errors or timeouts set the pace",
+    "tool-counts": "the tool's counts do not add up (Little's law)",
+    "idle-connections": "connections sat idle outside the measured latency "
+    "(refused or capped connections, reconnects)",
+    "delayed-ack": "a stall of about k x 40 ms with idle CPUs: the delayed-ACK timer "
+    "(typically a response written in pieces with Nagle's algorithm on)",
+    "waiting": "requests waited with idle CPUs (a sleep, a lock, a timer, a small pool)",
+    "shared-cores": "server and load tool share the cores, which were busy",
+    "noisy": "other processes took the pinned cores",
+    "concurrency": "too few connections to keep either side busy (each waits for a round trip)",
+    "unknown": "neither side was busy and no known cause fits the figures",
+}
+
+
+# -------------------------------------------------------------------- inputs
+
+
+@dataclass(frozen=True)
+class Figures:
+    """What one measurement says about its limits (all from the same window)."""
+
+    rps: float
+    connections: int
+    mean_latency_ms: float | None
+    server_cpu_pct: float | None  # the server's process tree, 100 = one core
+    server_capacity: float  # CPUs it was given: cores, or the quota when capped
+    tool_share: float  # 0..1 of the cores the tool can use
+    server_cores_busy_pct: float | None = None  # host-wide, per core (0..100)
+    foreign_pct: float | None = None  # other processes on the server cores (points)
+    client_foreign_pct: float | None = None
+    errors: int = 0
+    requests: int = 0
+    closed_loop: bool = True
+    offered_rate: float | None = None
+    shared_cores: bool = False
+    tool: str = ""
+
+
+@dataclass(frozen=True)
+class Verdict:
+    verdict: str  # one of VERDICTS
+    cause: str = ""  # a key of CAUSES when the verdict is "neither"
+    detail: str = ""  # the figures behind it, in words
+    little_ratio: float | None = None  # rps x mean latency / connections
+
+    @property
+    def label(self) -> str:
+        return f"{self.verdict} ({self.cause})" if self.cause else self.verdict
+
+    def to_dict(self) -> dict:
+        return {
+            "verdict": self.verdict,
+            "cause": self.cause,
+            "verdict_detail": self.detail,
+            "little_ratio": None if self.little_ratio is None else round(self.little_ratio, 3),
+        }
+
+
+# ----------------------------------------------------------------- judgement
+
+
+def little_ratio(f: Figures) -> float | None:
+    """Connections in service by Little's law over connections offered."""
+    if not f.closed_loop or not f.mean_latency_ms or not f.connections:
+        return None
+    return f.rps * f.mean_latency_ms / 1000 / f.connections
+
+
+def server_share(f: Figures) -> float | None:
+    if f.server_cpu_pct is None or f.server_capacity <= 0:
+        return None
+    return f.server_cpu_pct / 100 / f.server_capacity
+
+
+def is_server_bound(f: Figures) -> bool:
+    share = server_share(f)
+    if share is not None and share >= SERVER_BOUND_SHARE:
+        return True
+    # The cores' own counters, when nothing but the server explains them
+    # (uncapped only: a quota leaves the cores idle by design).
+    busy = f.server_cores_busy_pct
+    return (
+        busy is not None
+        and f.server_capacity >= 1
+        and busy / 100 >= SERVER_CORES_BUSY_SHARE
+        and f.foreign_pct is not None
+        and f.foreign_pct <= NOISY_FOREIGN_PCT
+    )
+
+
+def near_delayed_ack(mean_ms: float | None) -> bool:
+    if not mean_ms or mean_ms < DELAYED_ACK_MS * (1 - DELAYED_ACK_TOLERANCE):
+        return False
+    multiple = round(mean_ms / DELAYED_ACK_MS)
+    return 1 <= multiple <= 5 and abs(mean_ms - multiple * DELAYED_ACK_MS) <= (
+        DELAYED_ACK_MS * DELAYED_ACK_TOLERANCE
+    )
+
+
+def judge(f: Figures) -> Verdict:
+    """The verdict of one measurement; see the module docstring."""
+    ratio = little_ratio(f)
+    cpu = "-" if f.server_cpu_pct is None else f"{f.server_cpu_pct:.0f}%"
+    facts = (
+        f"server {cpu} of {f.server_capacity:g} CPU, tool {f.tool_share * 100:.0f}% of its cores"
+    )
+    if f.offered_rate and f.rps >= OFFERED_RATE_SHARE * f.offered_rate:
+        return Verdict("neither", "offered-rate", f"{f.rps:,.0f} of {f.offered_rate:,.0f}/s offered; {facts}", ratio)
+    if f.tool_share >= CLIENT_BOUND_SHARE:
+        return Verdict("client-bound", "", facts, ratio)
+    if f.shared_cores:
+        if (f.server_cores_busy_pct or 0) / 100 >= SERVER_CORES_BUSY_SHARE:
+            return Verdict("neither", "shared-cores", facts, ratio)
+    elif is_server_bound(f):
+        return Verdict("server-bound", "", facts, ratio)
+    return Verdict("neither", *neither_cause(f, ratio, facts), ratio)
+
+
+def neither_cause(f: Figures, ratio: float | None, facts: str) -> tuple[str, str]:
+    """(cause, detail) when neither side was busy; the first cause that fits."""
+    attempted = f.requests + f.errors
+    if attempted and f.errors / attempted > ERROR_SHARE:
+        return "errors", f"{f.errors:,} errors in {attempted:,} requests; {facts}"
+    if ratio is not None and ratio > LITTLE_HIGH and f.tool not in LATENCY_BACKFILLED:
+        return "tool-counts", (
+            f"{f.rps:,.0f} req/s x {f.mean_latency_ms:.2f} ms = {ratio * f.connections:.1f} "
+            f"connections in service, but only {f.connections} open; {facts}"
+        )
+    if ratio is not None and ratio < LITTLE_LOW:
+        return "idle-connections", (
+            f"only {ratio * f.connections:.1f} of {f.connections} connections in service "
+            f"(Little's law); {facts}"
+        )
+    mean = f.mean_latency_ms
+    if near_delayed_ack(mean):
+        return "delayed-ack", f"mean latency {mean:.1f} ms, about {round(mean / DELAYED_ACK_MS)} x 40 ms; {facts}"
+    if mean is not None and mean >= WAITING_MS:
+        return "waiting", f"mean latency {mean:.1f} ms; {facts}"
+    foreign = max(v for v in (f.foreign_pct, f.client_foreign_pct, 0.0) if v is not None)
+    if foreign > NOISY_FOREIGN_PCT:
+        return "noisy", f"other processes used {foreign:.0f} points of the pinned cores; {facts}"
+    if mean is not None:
+        return "concurrency", f"{f.connections} connections, {mean:.2f} ms per round trip; {facts}"
+    return "unknown", facts
