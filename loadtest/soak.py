@@ -2,7 +2,8 @@
 
 1. Build and start the stack natively, pinned to the server cores (as in a
    benchmark); the load tools run on the client cores.
-2. Peak: after 5 s of unrecorded warm-up, a short closed-loop wrk run
+2. Peak: after an unrecorded warm-up until steady (loadtest/steady.py, at
+   most 30 s), a short closed-loop wrk run
    (64 connections, 5 s) measures the stack's peak rate on GET /.
 3. Soak: oha at a constant 70% of that peak, latency corrected for
    coordinated omission, run as back-to-back windows of one minute (a tenth
@@ -26,6 +27,7 @@ import re
 import sys
 from pathlib import Path
 
+from . import steady
 from .errors import StepError
 from .hostile import pick_port, tree_rss
 from .manifest import REPO_ROOT, Manifest, load_all
@@ -33,12 +35,13 @@ from .plan import default_cpus
 from .runner import Limits
 from .tools import get_tool
 from .tools.base import LoadResult, LoadSpec, ToolError
+from .verdict import WARMUP_WINDOW_S
 
 OUTPUT_DIR = REPO_ROOT / ".build" / "soak"
 RATE_SHARE = 0.70
 RSS_GROWTH_LIMIT = 0.10
 CONNECTIONS = 64
-WARMUP_S = 5.0
+WARMUP_BOUND_S = 30.0
 PEAK_S = 5.0
 WINDOWS = 10  # at least; a window is at most WINDOW_MAX_S long
 WINDOW_MAX_S = 60.0
@@ -143,9 +146,9 @@ def soak_stack(runner, manifest: Manifest, duration: float, out_dir: Path) -> di
         wrk = get_tool("wrk")
         # Unrecorded warm-up first: a JIT (the JVM, PyPy) measured cold would
         # set the rate far below what the stack sustains.
-        wrk.run(
-            LoadSpec(url, CONNECTIONS, duration=WARMUP_S, client_cpus=client_cpus), raw / "warmup"
-        )
+        window = LoadSpec(url, CONNECTIONS, duration=WARMUP_WINDOW_S, client_cpus=client_cpus)
+        warmed = steady.warm_up(lambda: wrk.run(window, raw / "warmup").rps or None, WARMUP_BOUND_S)
+        say(f"warm-up {warmed.seconds:g} s" + ("" if warmed.steady else " (not steady)"))
         peak = wrk.run(
             LoadSpec(url, CONNECTIONS, duration=PEAK_S, client_cpus=client_cpus), raw / "peak"
         )

@@ -473,6 +473,35 @@ def ttfb_chart(rows: list[dict], scenario: str, path: Path) -> Path | None:
                  "(dark); black: p50 with a whisker to p90; median over connection levels")  # fmt: skip
 
 
+def warmup_curves(records: list[dict], scenario: str, path: Path) -> Path | None:
+    """Requests/s of each warm-up window before the scenario's first case, a line per
+    stack (first round): how long each stack took to reach its steady pace."""
+    curves: dict[str, list[float]] = {}
+    names: dict[str, str] = {}
+    for record in records:
+        curve = record.get("warmup_curve")
+        if record.get("kind") != "measurement" or record["scenario"] != scenario or not curve:
+            continue
+        if record["stack"] not in curves:
+            curves[record["stack"]] = curve
+            names[record["stack"]] = record.get("display_name", record["stack"])
+    if not curves:
+        return None
+    colors = _colors(list(curves))
+    fig, ax = plt.subplots(figsize=(8.5, 4.4))
+    for stack, curve in sorted(curves.items()):
+        style = CEILING_STYLE if stack == "ceiling" else {"color": colors[stack]}
+        ax.plot(range(1, len(curve) + 1), curve, marker="o", markersize=3,
+                label=names[stack], **style)  # fmt: skip
+    ax.set_xlabel("warm-up window (1 s each)")
+    ax.set_ylabel("requests/s")
+    ax.yaxis.set_major_formatter(FuncFormatter(_thousands))
+    ax.set_title(f"warm-up until steady, {scenario} (two windows within 5%)")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7, ncol=2)
+    return _save(fig, path, "a JIT (JVM, PyPy) climbs for several windows; others settle in two")
+
+
 def all_charts(rows: list[dict], records: list[dict], folder: Path) -> dict[str, list[Path]]:
     """Every chart; returns {section: [paths]} in display order."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -497,6 +526,7 @@ def all_charts(rows: list[dict], records: list[dict], folder: Path) -> dict[str,
             latency_cdf(records, scenario, folder / f"cdf-{scenario}.png", note),
             config_cdf(records, scenario, folder / f"cdf-config-{scenario}.png", note),
             ttfb_chart(rows, scenario, folder / f"ttfb-{scenario}.png"),
+            warmup_curves(records, scenario, folder / f"warmup-{scenario}.png"),
             open_loop(rows, scenario, folder / f"openloop-{scenario}.png"),
             latency_cdf(
                 records,
