@@ -8,7 +8,7 @@ on $HOST:$PORT, with one of:
   every keep-alive response waits for the client's delayed ACK (~40 ms);
 - `slow-start`: 10 ms per request for the first SLOW_START_S of load, then
   full speed (a JIT or a cache warming up);
-- `slows-half-way`: full speed for HALF_WAY_S of load, then 3 ms per request
+- `slows-half-way`: full speed for HALF_WAY_S of load, then 20 ms per request
   (a server degrading during a run).
 
 "Load" starts at the LOAD_STARTS_AFTER-th GET /: the conformance checker sends
@@ -55,7 +55,7 @@ def handler_for(behaviour: str, clock: Clock) -> type:
                 if behaviour == "slow-start" and elapsed < SLOW_START_S:
                     time.sleep(0.010)
                 elif behaviour == "slows-half-way" and elapsed >= HALF_WAY_S:
-                    time.sleep(0.003)
+                    time.sleep(0.020)
             super().do_GET()
 
     return Paced
