@@ -3,6 +3,7 @@ builds): records, run.json, the report, resume, and Ctrl-C keeping what was meas
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import signal
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from loadtest import calibration
+from loadtest.ports import free_port
 from loadtest.results import read_records
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -131,3 +133,40 @@ def test_ctrl_c_keeps_measurements_and_writes_the_summary(tmp_path):
         pid = int(pid_file.read_text())
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
+
+
+def test_ceiling_answers_every_scenario_over_one_keep_alive_connection(tmp_path):
+    """The bodies of the contract's sizes, up to 10 KB from memory and 100 KB from
+    its file; no TCP_CORK (tcp_nopush), which leaves Nagle on after a corked answer."""
+    config = calibration.write_site(tmp_path / "probe", free_port(), 1).read_text()
+    assert "tcp_nopush off;" in config and "tcp_nopush on" not in config
+    assert "sendfile on;" in config
+    with calibration.CalibrationServer(tmp_path / "site", None, port=free_port()) as server:
+        server.wait_ready()
+        connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+        expected = {
+            "/": ("body-.txt", True),
+            "/?n=1": ("body-1.txt", True),
+            "/?n=10": ("body-10.txt", True),
+            "/?n=100": ("body-100.txt", False),
+            "/workday": ("workday.txt", True),
+        }
+        for _ in range(2):  # twice: the second answers come on a reused connection
+            for path, (name, from_memory) in expected.items():
+                connection.request("GET", path)
+                response = connection.getresponse()
+                body = response.read().decode()
+                assert response.status == 200, path
+                assert body == calibration.BODIES[name], path
+                assert response.getheader("Content-Length") == str(len(body)), path
+                assert response.getheader("Content-Type") == "text/plain; charset=utf-8", path
+                assert not response.will_close, path
+                # A file answer carries Last-Modified; a `return` from memory does not.
+                assert (response.getheader("Last-Modified") is None) == from_memory, path
+        for path, status in (("/?n=5", 404), ("/unavailable", 503)):
+            connection.request("GET", path)
+            response = connection.getresponse()
+            response.read()
+            assert response.status == status, path
+        connection.close()
+        assert server.stop() in calibration.CLEAN_EXIT_CODES
