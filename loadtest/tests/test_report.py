@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import json
 import re
 import shutil
 import subprocess
@@ -160,3 +161,28 @@ def test_report_opens_in_headless_chromium_with_every_chart(report_folder, tmp_p
     assert result.returncode == 0, result.stderr[-2000:]
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert shot.stat().st_size > 50_000  # a blank page compresses to a few KB
+
+
+def test_a_stack_faster_than_the_ceiling_makes_the_ceiling_invalid_not_a_ratio_below_one(tmp_path):
+    """A real run's records with one stack's figure raised above the ceiling's."""
+    records = [json.loads(line) for line in (RUN_FIXTURE / "results.jsonl").read_text().splitlines()]
+    closed = [r for r in records if r.get("kind") == "measurement" and not r.get("rate_spec")]
+    ceiling = next(r for r in closed if r.get("ceiling"))
+    stack = next(r for r in closed if not r.get("ceiling") and r["scenario"] == ceiling["scenario"]
+                 and r["connections"] == ceiling["connections"] and r["tool"] == ceiling["tool"])  # fmt: skip
+    same = ("stack", "scenario", "connections", "tool", "phase")
+    top = max(r["result"]["rps"] for r in closed if r.get("ceiling"))
+    for record in closed:  # every round of that stack and case
+        if all(record.get(k) == stack.get(k) for k in same):
+            record["result"]["rps"] = top * 1.2
+    folder = tmp_path / RUN_FIXTURE.name
+    folder.mkdir()
+    (folder / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    shutil.copy(RUN_FIXTURE / "run.json", folder / "run.json")
+    generate(folder)
+    markdown = (folder / "summary.md").read_text()
+    assert "ceiling invalid: a stack beat it" in markdown
+    assert "above: ceiling invalid" in markdown
+    rows = list(csv.DictReader((folder / "summary.csv").open()))
+    beaten = [r for r in rows if r["ceiling_invalid"] == "True"]
+    assert [r["stack"] for r in beaten] == [stack["stack"]]
