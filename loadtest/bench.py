@@ -421,7 +421,7 @@ class Bench:
         k = self.knobs
         todo = self.remaining(the_plan)
         cases = sum(len(i.cases) for i in todo)
-        estimate = plan.estimate_seconds(k, todo)
+        estimate = plan.estimate_seconds(k, todo, self.primed())
         self.console.print(
             f"[bold]serverlab bench[/] profile [cyan]{k.profile}[/] ({k.description})"
         )
@@ -574,7 +574,7 @@ class Bench:
             TextColumn("ETA"),
             TimeRemainingColumn(),
         )
-        estimate = plan.estimate_seconds(k, todo)
+        estimate = plan.estimate_seconds(k, todo, self.primed())
         with Progress(*columns, console=self.console, transient=False) as progress:
             self.progress = progress
             self.task = progress.add_task("bench", total=estimate, cases=f"0/{self.cases_total}")
@@ -582,7 +582,7 @@ class Bench:
             for instance in todo:
                 verify = instance.stack not in seen and instance.stack != calibration.NAME
                 seen.add(instance.stack)
-                budget = plan.instance_seconds(k, instance, verify)
+                budget = plan.instance_seconds(k, instance, verify, self.primed().get(instance.stack, 0.0))
                 spent_before = progress.tasks[0].completed
                 self.run_instance(instance)
                 # Keep the bar honest when an instance was skipped or cut short.
@@ -748,6 +748,7 @@ class Bench:
                     instance.repetition, "warmup", instance.cores)  # fmt: skip
         spec = self.spec(server, case, duration=WARMUP_WINDOW_S)
         raw = self.folder / "raw" / "warmup" / _raw_name(case)
+        primed = self.prime(server, instance, case, tool)
         windows = 0
 
         def window() -> float | None:
@@ -757,11 +758,28 @@ class Bench:
             result = get_tool(tool).run(spec, raw.with_name(f"{raw.name}.w{windows}"), self.executor)
             return result.rps if result.ok and result.requests > 0 else None
 
-        warmed = steady.warm_up(window, self.knobs.warmup)
+        warmed = steady.warm_up(window, self.knobs.warmup, primed)
         if not warmed.steady and not warmed.problem:
             self.say(f"[yellow]! {escape(instance.stack)} {scenario}: not steady after "
                      f"{warmed.seconds:g} s of warm-up (windows {_rates(warmed.curve)})[/]")  # fmt: skip
         return warmed
+
+    def primed(self) -> dict[str, float]:
+        """Each stack's declared JIT warm-up (manifest `warmup_s`), for the estimates."""
+        return {name: m.warmup_s for name, m in self.manifests.items() if m.warmup_s}
+
+    def prime(self, server, instance: Instance, case: Case, tool: str) -> float:
+        """Before an instance's first warm-up: the seconds of load its manifest
+        declares (`warmup_s`, a JIT's compile queue) in one run."""
+        manifest = self.manifests.get(instance.stack)
+        seconds = manifest.warmup_s if manifest else 0.0
+        first = case.scenario == instance.cases[0].scenario
+        if not seconds or not first:
+            return 0.0
+        self.progress.update(self.task, description=f"{instance.stack} JIT warm-up {seconds:g} s")
+        raw = self.folder / "raw" / "warmup" / (_raw_name(case) + ".primed")
+        get_tool(tool).run(self.spec(server, case, duration=seconds), raw, self.executor)
+        return seconds
 
     def run_case(self, server, instance: Instance, case: Case, warmed=None) -> None:
         k = self.knobs

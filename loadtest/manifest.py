@@ -72,6 +72,9 @@ class Manifest:
     variants: tuple = ()  # every [[variant]] table of the manifest
     variant: str | None = None  # the variant this object runs, None = the default
     env: dict = field(default_factory=dict)  # the variant's extra environment
+    # Seconds of load a fresh instance needs before it can be steady (a JIT's
+    # compile queue), measured and explained in the stack's README; 0: none.
+    warmup_s: float = 0.0
 
     @property
     def stack(self) -> str:
@@ -107,6 +110,7 @@ class Manifest:
             "concurrency": dict(self.concurrency),
             "tuning": list(self.tuning),
             "known_failures": list(self.known_failures),
+            "warmup_s": self.warmup_s,
         }
 
 
@@ -173,6 +177,7 @@ def load(stack_id: str, servers_dir: Path = SERVERS_DIR) -> Manifest:
         variants=variants,
         variant=variant,
         env=env,
+        warmup_s=float(data.get("warmup_s", 0)),
         **{key: data[key] for key in REQUIRED_TOP},
         **{key: data[key] for key in REQUIRED_TABLES},
     )
@@ -228,6 +233,9 @@ def validate_data(data: dict) -> list[str]:
         problems.append(f"'contract' must be one of {', '.join(CONTRACTS)}")
     if not isinstance(data.get("tls", False), bool):
         problems.append("'tls' must be true or false")
+    warmup = data.get("warmup_s", 0)
+    if isinstance(warmup, bool) or not isinstance(warmup, (int, float)) or not 0 <= warmup <= 300:
+        problems.append("'warmup_s' must be a number of seconds in 0..300")
     problems += validate_variants(data.get("variant", []))
     return problems
 

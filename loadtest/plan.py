@@ -447,17 +447,21 @@ def expected_warmup_s(knobs: Knobs) -> float:
     return STEADY_MIN_WINDOWS * WARMUP_WINDOW_COST_S
 
 
-def instance_seconds(knobs: Knobs, instance: Instance, verify: bool) -> float:
+def instance_seconds(knobs: Knobs, instance: Instance, verify: bool, primed_s: float = 0.0) -> float:
+    """`primed_s`: the stack's declared JIT warm-up (manifest `warmup_s`)."""
     warmups = len({c.scenario for c in instance.cases}) * expected_warmup_s(knobs)
+    if knobs.warmup > 0:
+        warmups += primed_s
     cases = sum(case_seconds(knobs, c) for c in instance.cases)
     return INSTANCE_OVERHEAD_S + (VERIFY_S if verify else 0) + warmups + cases
 
 
-def estimate_seconds(knobs: Knobs, plan: list[Instance]) -> float:
+def estimate_seconds(knobs: Knobs, plan: list[Instance], primed: dict | None = None) -> float:
+    """`primed`: stack -> declared JIT warm-up seconds (manifest `warmup_s`)."""
     seen: set[str] = set()
     total = 0.0
     for instance in plan:
         verify = instance.stack not in seen and instance.stack != calibration.NAME
         seen.add(instance.stack)
-        total += instance_seconds(knobs, instance, verify)
+        total += instance_seconds(knobs, instance, verify, (primed or {}).get(instance.stack, 0.0))
     return total

@@ -3,9 +3,11 @@
 JIT runtimes (the JVM's C2, PyPy's tracing JIT) and lazy caches serve their
 first seconds several times slower than the rest; a fixed warm-up is either
 too short for them or wasted on the others. The warm-up therefore runs the
-load in one-second windows until two successive windows agree within
-STEADY_TOLERANCE, up to the WARMUP knob's bound per instance and scenario,
-and the curve of window rates is kept with the measurement.
+load in one-second windows until the last few agree within STEADY_TOLERANCE,
+up to the WARMUP knob's bound per instance and scenario, and the curve of
+window rates is kept with the measurement. A runtime that plateaus before it
+is warm (the JVM's tiered JIT on one core) is first primed for the seconds its
+manifest declares (`warmup_s`), once per instance.
 
 Within a measurement, a sampler reads the loopback interface's byte counter a
 few times a second (every byte of a request and its answer crosses it, for
@@ -37,14 +39,16 @@ class WarmUp:
     steady: bool = False
     bound_s: float = 0.0
     problem: str = ""
+    primed_s: float = 0.0  # the manifest's warmup_s, run before the windows
 
     @property
     def seconds(self) -> float:
-        return len(self.curve) * WARMUP_WINDOW_S
+        return self.primed_s + len(self.curve) * WARMUP_WINDOW_S
 
     def to_dict(self) -> dict:
         return {
             "warmup_s": self.seconds,
+            "warmup_primed_s": self.primed_s,
             "warmup_steady": self.steady,
             "warmup_curve": [round(r, 1) for r in self.curve],
             "warmup_bound_s": self.bound_s,
@@ -52,18 +56,20 @@ class WarmUp:
 
 
 def settled(curve: list[float], tolerance: float = STEADY_TOLERANCE) -> bool:
-    """Two successive windows within `tolerance` of each other (relative to the larger)."""
+    """The last STEADY_MIN_WINDOWS windows within `tolerance` of each other
+    (their spread relative to the largest)."""
     if len(curve) < STEADY_MIN_WINDOWS:
         return False
-    last, previous = curve[-1], curve[-2]
-    top = max(last, previous)
-    return top > 0 and abs(last - previous) / top <= tolerance
+    last = curve[-STEADY_MIN_WINDOWS:]
+    top = max(last)
+    return top > 0 and (top - min(last)) / top <= tolerance
 
 
-def warm_up(run_window: Callable[[], float | None], bound_s: float) -> WarmUp:
+def warm_up(run_window: Callable[[], float | None], bound_s: float, primed_s: float = 0.0) -> WarmUp:
     """Call `run_window` (one WARMUP_WINDOW_S window of load, its requests/s or
-    None when it failed) until the rate settles or `bound_s` seconds are spent."""
-    result = WarmUp(bound_s=bound_s)
+    None when it failed) until the rate settles or `bound_s` seconds are spent
+    (`primed_s`: seconds of load already run before the windows, for the record)."""
+    result = WarmUp(bound_s=bound_s, primed_s=primed_s)
     windows = max(STEADY_MIN_WINDOWS, int(bound_s / WARMUP_WINDOW_S))
     while len(result.curve) < windows:
         rate = run_window()

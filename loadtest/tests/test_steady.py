@@ -8,12 +8,20 @@ from loadtest import steady
 from loadtest.verdict import DRIFT_BOUND
 
 
-def test_warm_up_stops_once_two_windows_agree():
+def test_warm_up_stops_once_three_windows_agree():
     # spring-webflux's shape: a cold JIT, then steady.
-    rates = iter([6670.0, 21000.0, 48000.0, 55000.0, 55600.0, 55300.0])
+    rates = iter([6670.0, 21000.0, 48000.0, 55000.0, 55600.0, 55300.0, 55000.0])
     warmed = steady.warm_up(lambda: next(rates), bound_s=30)
-    assert warmed.steady and warmed.curve == [6670.0, 21000.0, 48000.0, 55000.0, 55600.0]
-    assert warmed.to_dict()["warmup_s"] == 5
+    assert warmed.steady and len(warmed.curve) == 6
+    assert warmed.to_dict()["warmup_s"] == 6
+
+
+def test_a_plateau_of_two_windows_is_not_steady():
+    # Tiered JIT: two windows agree at a fifth of the warm pace, then it climbs.
+    rates = iter([1000.0, 1020.0, 5000.0, 5100.0, 5050.0, 5060.0])
+    warmed = steady.warm_up(lambda: next(rates), bound_s=30, primed_s=20)
+    assert warmed.curve == [1000.0, 1020.0, 5000.0, 5100.0, 5050.0]
+    assert warmed.seconds == 25 and warmed.to_dict()["warmup_primed_s"] == 20
 
 
 def test_warm_up_stops_at_its_bound_and_says_so():
