@@ -1078,7 +1078,8 @@ def limits(record: dict, open_loop: bool) -> dict:
     return {
         **judge(figures).to_dict(),
         "drift": usage.get("drift"),
-        "not_steady": steady.not_steady(usage.get("drift")) or unsettled,
+        "drift_t": usage.get("drift_t"),
+        "not_steady": steady.not_steady(usage.get("drift"), usage.get("drift_t")) or unsettled,
     }
 
 

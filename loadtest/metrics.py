@@ -49,6 +49,7 @@ class ServerUsage:
     # it), and the second half's rate over the first's, minus 1 (loadtest/steady.py).
     loopback_bytes_per_s: list = field(default_factory=list)
     drift: float | None = None
+    drift_t: float | None = None  # Welch's t of the halves (loadtest/steady.py)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -171,7 +172,9 @@ class UsageSampler:
             rates.append(max(0, b1 - b0) / span)
             cpus.append((c1 - c0, span))
         usage.loopback_bytes_per_s = [round(r) for r in rates]
-        usage.drift = None if (d := drift(rates)) is None else round(d, 4)
+        change, t = drift(rates)
+        usage.drift = None if change is None else round(change, 4)
+        usage.drift_t = None if t is None else round(min(t, 1e6), 2) if t > 0 else round(max(t, -1e6), 2)
         start, end = active_span(rates)
         busy = sum(c for c, _ in cpus[start:end])
         wall = sum(s for _, s in cpus[start:end])

@@ -22,7 +22,7 @@ import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .verdict import DRIFT_BOUND, STEADY_MIN_WINDOWS, STEADY_TOLERANCE, WARMUP_WINDOW_S
+from .verdict import DRIFT_BOUND, DRIFT_T, STEADY_MIN_WINDOWS, STEADY_TOLERANCE, WARMUP_WINDOW_S
 
 LOOPBACK = "lo"
 # Leading and trailing windows below this share of the median carry the tool's
@@ -80,6 +80,8 @@ def warm_up(run_window: Callable[[], float | None], bound_s: float, primed_s: fl
         if settled(result.curve):
             result.steady = True
             return result
+    # At the bound: noisy windows without a trend are steady all the same.
+    result.steady = not not_steady(*halves_change(result.curve))
     return result
 
 
@@ -110,19 +112,30 @@ def active_span(rates: list[float]) -> tuple[int, int]:
     return start, end
 
 
-def drift(rates: list[float]) -> float | None:
-    """Second half's mean rate over the first half's, minus 1, on the active
-    windows less one at each end (partly before or after the tool ran)."""
+def drift(rates: list[float]) -> tuple[float | None, float | None]:
+    """(change, t) of the active windows less one at each end (partly before or
+    after the tool ran): see halves_change."""
     start, end = active_span(rates)
-    inner = rates[start + 1 : end - 1]
-    if len(inner) < MIN_WINDOWS_FOR_DRIFT:
-        return None
-    half = len(inner) // 2
-    first, second = statistics.fmean(inner[:half]), statistics.fmean(inner[-half:])
-    if first <= 0:
-        return None
-    return second / first - 1
+    return halves_change(rates[start + 1 : end - 1])
 
 
-def not_steady(value: float | None) -> bool:
-    return value is not None and abs(value) > DRIFT_BOUND
+def halves_change(values: list[float]) -> tuple[float | None, float | None]:
+    """The second half's mean over the first half's, minus 1, and Welch's t of
+    the difference (None when the windows are too few to tell)."""
+    if len(values) < MIN_WINDOWS_FOR_DRIFT:
+        return None, None
+    half = len(values) // 2
+    first, second = values[:half], values[-half:]
+    m1, m2 = statistics.fmean(first), statistics.fmean(second)
+    if m1 <= 0:
+        return None, None
+    error = (statistics.variance(first) / half + statistics.variance(second) / half) ** 0.5
+    t = (m2 - m1) / error if error > 0 else float("inf") if m2 != m1 else 0.0
+    return m2 / m1 - 1, t
+
+
+def not_steady(change: float | None, t: float | None = None) -> bool:
+    """Beyond DRIFT_BOUND, and significant (|t| > DRIFT_T) where t is known."""
+    if change is None or abs(change) <= DRIFT_BOUND:
+        return False
+    return t is None or abs(t) > DRIFT_T

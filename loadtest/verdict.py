@@ -79,10 +79,14 @@ WARMUP_WINDOW_S = 1.0
 STEADY_TOLERANCE = 0.05
 STEADY_MIN_WINDOWS = 3
 # A measurement whose second half ran more than 15% faster or slower than its
-# first half (loopback bytes per sampled window) is NOT-STEADY. Halves of a
-# steady 3-second run on a quiet host differ by a few percent; the bound leaves
-# room for a 2-core host's noise and still catches a JIT or a collapse.
+# first half (loopback bytes per sampled window) is NOT-STEADY, when the change
+# is also significant: Welch's t of the two halves' window rates beyond 3.
+# Halves of a steady run of an event-loop stack differ by a few percent; a
+# bursty thread-pool server (cherrypy: p99 of 45-90 ms) swings 30% between
+# quarter-second windows without any trend, which the t test tells apart from
+# a JIT still climbing or a server collapsing (t of 10 and more).
 DRIFT_BOUND = 0.15
+DRIFT_T = 3.0
 
 # Tools whose mean latency includes back-filled (never measured) requests.
 LATENCY_BACKFILLED = ("wrk",)

@@ -54,14 +54,29 @@ def test_active_span_drops_the_tools_start_and_end_but_keeps_a_stall():
     assert rates[start:end] == [100, 100, 0, 100, 100, 100]
 
 
-def test_drift_of_a_steady_run_a_collapse_and_a_climb():
+def test_drift_of_a_steady_run_and_a_collapse():
     flat = [0, 50, 100, 101, 99, 100, 102, 98, 100, 40, 0]
-    assert abs(steady.drift(flat)) < 0.05 and not steady.not_steady(steady.drift(flat))
-    halved = [0, 100, 100, 100, 100, 100, 50, 50, 50, 50, 50, 0]
-    assert steady.drift(halved) == pytest.approx(-0.4, abs=0.11)
-    assert steady.not_steady(steady.drift(halved))
+    change, t = steady.drift(flat)
+    assert abs(change) < 0.05 and not steady.not_steady(change, t)
+    halved = [0, 100, 101, 99, 100, 100, 50, 51, 49, 50, 50, 0]
+    change, t = steady.drift(halved)
+    assert change == pytest.approx(-0.4, abs=0.11) and t < -10
+    assert steady.not_steady(change, t)
     assert steady.not_steady(DRIFT_BOUND + 0.01) and not steady.not_steady(None)
 
 
+def test_a_bursty_server_without_a_trend_is_steady():
+    # cherrypy's quarter-second windows: +-30% around one mean, no trend.
+    bursty = [0, 60, 9000, 8800, 5100, 6000, 5200, 9400, 4900, 9700, 7300, 7000, 40]
+    change, t = steady.drift(bursty)
+    assert abs(change) > DRIFT_BOUND and abs(t) < 3
+    assert not steady.not_steady(change, t)
+
+
+def test_a_warm_up_at_its_bound_is_steady_only_without_a_trend():
+    noisy = iter([59831.0, 53602.0, 55347.0, 39096.0, 68082.0, 46414.0, 65198.0, 47795.0])
+    assert steady.warm_up(lambda: next(noisy), bound_s=8).steady
+
+
 def test_too_few_windows_have_no_drift():
-    assert steady.drift([0, 100, 100, 0]) is None
+    assert steady.drift([0, 100, 100, 0]) == (None, None)
