@@ -3,7 +3,7 @@
 JIT runtimes (the JVM's C2, PyPy's tracing JIT) and lazy caches serve their
 first seconds several times slower than the rest; a fixed warm-up is either
 too short for them or wasted on the others. The warm-up therefore runs the
-load in one-second windows until the last few agree within STEADY_TOLERANCE,
+load in one-second windows until successive ones agree within STEADY_TOLERANCE,
 up to the WARMUP knob's bound per instance and scenario, and the curve of
 window rates is kept with the measurement. A runtime that plateaus before it
 is warm (the JVM's tiered JIT on one core) is first primed for the seconds its
@@ -25,9 +25,11 @@ from dataclasses import dataclass, field
 from .verdict import DRIFT_BOUND, DRIFT_T, STEADY_MIN_WINDOWS, STEADY_TOLERANCE, WARMUP_WINDOW_S
 
 LOOPBACK = "lo"
-# Leading and trailing windows below this share of the median carry the tool's
-# start or end (or a pause between two tools), not the server's pace.
-EDGE_SHARE = 0.5
+# Leading and trailing windows below this share of the median are idle: before
+# the tool started or after it ended. Low on purpose: a server that collapses
+# half-way must stay in the span; the one partial window at each end is
+# dropped by `drift` itself.
+EDGE_SHARE = 0.05
 MIN_WINDOWS_FOR_DRIFT = 4
 
 
@@ -100,7 +102,7 @@ def read_loopback_bytes(path: str = "/proc/net/dev") -> int | None:
 
 def active_span(rates: list[float]) -> tuple[int, int]:
     """[start, end) of the windows while load flowed: edges below EDGE_SHARE of the
-    median are the tool starting or ending; interior dips are kept (a stall is news)."""
+    median are idle; interior dips are kept (a stall is news)."""
     if not rates:
         return 0, 0
     floor = statistics.median(rates) * EDGE_SHARE

@@ -69,15 +69,18 @@ LITTLE_LOW = 0.50
 OFFERED_RATE_SHARE = 0.98
 
 # Steady state (loadtest/steady.py). The warm-up runs one-second windows until
-# the last three are within 5% of each other: on a quiet host successive windows
-# of a warm stack differ by 1-3%, while a JIT still compiling gains more than
-# 5% in three seconds. Two windows were not enough: the JVM's tiered compilers
-# pass through plateaus where two windows agree at a fifth of the warm pace
-# (spring-webflux at 5 s, servers/spring-webflux/README.md). A stack whose
-# runtime needs longer declares it (`warmup_s` in its manifest).
+# two successive ones differ by at most 10%. A cold start is 2-10x below its
+# warm pace (flask-pypy, spring-webflux), far outside that. Tighter does not
+# work on a 2-vCPU VM: successive one-second windows of a warm Go server
+# differed by up to 15% there (run 20261123-223702-quick in docs/measurements),
+# and three windows within 5% settled for only 28 of 77 stack x scenario
+# warm-ups, spending 13 minutes of a 20-minute quick run. The JVM's tiered JIT
+# plateaus where windows agree long before it is warm: such a stack declares
+# its warm-up (`warmup_s` in its manifest), run before the windows, and the
+# NOT-STEADY drift test below catches what is left.
 WARMUP_WINDOW_S = 1.0
-STEADY_TOLERANCE = 0.05
-STEADY_MIN_WINDOWS = 3
+STEADY_TOLERANCE = 0.10
+STEADY_MIN_WINDOWS = 2
 # A measurement whose second half ran more than 15% faster or slower than its
 # first half (loopback bytes per sampled window) is NOT-STEADY, when the change
 # is also significant: Welch's t of the two halves' window rates beyond 3.

@@ -6,8 +6,8 @@ on $HOST:$PORT, with one of:
 
 - `nagle`: head and body leave in two writes with Nagle's algorithm on, so
   every keep-alive response waits for the client's delayed ACK (~40 ms);
-- `slow-start`: 10 ms per request for the first SLOW_START_S of load, then
-  full speed (a JIT or a cache warming up);
+- `slow-start`: 20 ms per request at first, less and less over SLOW_START_S
+  of load, then full speed (a JIT or a cache warming up);
 - `slows-half-way`: full speed for HALF_WAY_S of load, then 20 ms per request
   (a server degrading during a run).
 
@@ -53,7 +53,7 @@ def handler_for(behaviour: str, clock: Clock) -> type:
             elapsed = clock.tick() if self.path == "/" else None
             if elapsed is not None:
                 if behaviour == "slow-start" and elapsed < SLOW_START_S:
-                    time.sleep(0.010)
+                    time.sleep(0.020 * (1 - elapsed / SLOW_START_S))
                 elif behaviour == "slows-half-way" and elapsed >= HALF_WAY_S:
                     time.sleep(0.020)
             super().do_GET()
