@@ -15,6 +15,7 @@ import datetime as dt
 import email.utils
 import gzip
 import re
+import signal
 import ssl
 import sys
 import threading
@@ -378,7 +379,6 @@ def main(argv: list[str]) -> int:
     harness's own tests run it as a stack from a throw-away manifest.
     """
     import os
-    import signal
 
     display_name = argv[0] if argv else "Reference"
     server = ReferenceServer(
@@ -389,12 +389,18 @@ def main(argv: list[str]) -> int:
         host=os.environ.get("HOST", "127.0.0.1"),
     )
 
+    return serve_in_foreground(server, "reference server")
+
+
+def serve_in_foreground(server: ReferenceServer, label: str) -> int:
+    """Serve until SIGTERM or SIGINT, then close the socket (a stand-in stack's main loop)."""
+
     def stop(signum, frame):
         raise SystemExit(0)
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
-    print(f"reference server on {server.url}", flush=True)
+    print(f"{label} on {server.url}", flush=True)
     try:
         server.httpd.serve_forever(poll_interval=0.05)
     finally:

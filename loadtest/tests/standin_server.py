@@ -18,12 +18,11 @@ far fewer, so the clock starts with the harness's warm-up or measurement.
 from __future__ import annotations
 
 import os
-import signal
 import sys
 import threading
 import time
 
-from contracts.tests.reference_server import Handler, ReferenceServer
+from contracts.tests.reference_server import Handler, ReferenceServer, serve_in_foreground
 
 LOAD_STARTS_AFTER = 200
 SLOW_START_S = 2.5
@@ -69,18 +68,7 @@ def main(argv: list[str]) -> int:
     server = ReferenceServer(display_name, port=int(os.environ["PORT"]),
                              host=os.environ.get("HOST", "127.0.0.1"))  # fmt: skip
     server.httpd.RequestHandlerClass = handler_for(behaviour, Clock())
-
-    def stop(signum, frame):
-        raise SystemExit(0)
-
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
-    print(f"stand-in ({behaviour}) on {server.url}", flush=True)
-    try:
-        server.httpd.serve_forever(poll_interval=0.05)
-    finally:
-        server.httpd.server_close()
-    return 0
+    return serve_in_foreground(server, f"stand-in ({behaviour})")
 
 
 if __name__ == "__main__":
