@@ -174,7 +174,7 @@ class UsageSampler:
         usage.loopback_bytes_per_s = [round(r) for r in rates]
         change, t = drift(rates)
         usage.drift = None if change is None else round(change, 4)
-        usage.drift_t = None if t is None else round(min(t, 1e6), 2) if t > 0 else round(max(t, -1e6), 2)
+        usage.drift_t = None if t is None else round(max(-1e6, min(t, 1e6)), 2)  # t is inf when both halves are flat
         start, end = active_span(rates)
         busy = sum(c for c, _ in cpus[start:end])
         wall = sum(s for _, s in cpus[start:end])
