@@ -1,7 +1,7 @@
 """Small helpers for the stacks' own tests that start the real server.
 
 Stack tests (servers/<name>/tests) run with the tooling venv and start the
-stack through `loadtest.native.running_stack`; these helpers keep the
+stack through `loadtest.runners.native.running_stack`; these helpers keep the
 socket plumbing and the contract's vector checks in one place, so every
 stack is held to the same checks. A stack test parametrizes over the
 vectors itself (for readable test ids) and calls one `check_*` per case;
@@ -20,11 +20,11 @@ import time
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
-from .manifest import REPO_ROOT
-from .ports import free_port  # noqa: F401  (re-exported for stack tests)
+from loadtest.core.manifest import REPO_ROOT
+from loadtest.host.ports import free_port  # noqa: F401  (re-exported for stack tests)
 
 if TYPE_CHECKING:
-    from .native import NativeServer
+    from loadtest.runners.native import NativeServer
 
 VECTORS_DIR = REPO_ROOT / "contracts" / "vectors"
 N_ERROR = b"n must be an integer between 1 and 100"

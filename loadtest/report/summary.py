@@ -9,8 +9,8 @@ import statistics
 from collections import defaultdict
 from pathlib import Path
 
-from ..stats import summarize
-from ..tools.base import ERROR_KINDS, PERCENTILES, latency_key
+from loadtest.core.stats import summarize
+from loadtest.measure.tools.base import ERROR_KINDS, PERCENTILES, latency_key
 
 LATENCY_KEYS = ["mean", "stdev", *[latency_key(p) for p in PERCENTILES], "max"]
 # Time to first byte over fresh connections (loadtest/ttfb.py): medians over runs.

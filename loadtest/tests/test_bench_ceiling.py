@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from loadtest import calibration
-from loadtest.ports import free_port
-from loadtest.results import read_records
+from loadtest.bench.results import read_records
+from loadtest.host.ports import free_port
+from loadtest.host.process import CLEAN_EXIT_CODES
+from loadtest.runners import calibration
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 NO_DAEMON = "unix:///nonexistent/serverlab-test/docker.sock"
@@ -29,13 +30,14 @@ pytestmark = pytest.mark.skipif(
 # Runs `bench` with the stack list emptied: only the ceiling is measured.
 SCRIPT = """
 import sys
-from loadtest import bench
+from loadtest.bench import run as bench
+from loadtest.commands import bench as bench_command
 bench.Bench.stacks = lambda self: []
-sys.exit(bench.cmd_bench(bench_args(sys.argv[1:])))
+sys.exit(bench_command.cmd_bench(bench_args(sys.argv[1:])))
 """
 PRELUDE = """
 import argparse
-from loadtest import bench as _bench
+from loadtest.commands import bench as _bench
 def bench_args(argv):
     parser = argparse.ArgumentParser()
     sub = parser.add_subparsers()
@@ -169,4 +171,4 @@ def test_ceiling_answers_every_scenario_over_one_keep_alive_connection(tmp_path)
             response.read()
             assert response.status == status, path
         connection.close()
-        assert server.stop() in calibration.CLEAN_EXIT_CODES
+        assert server.stop() in CLEAN_EXIT_CODES

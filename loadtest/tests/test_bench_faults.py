@@ -29,10 +29,11 @@ from pathlib import Path
 import psutil
 import pytest
 
-from loadtest import calibration
-from loadtest.manifest import REPO_ROOT
-from loadtest.ports import free_port, port_in_use
-from loadtest.results import read_records
+from loadtest.bench.results import read_records
+from loadtest.core.knobs import KNOBS
+from loadtest.core.manifest import REPO_ROOT
+from loadtest.host.ports import free_port, port_in_use
+from loadtest.runners import calibration
 
 pytestmark = pytest.mark.skipif(
     calibration.nginx_path() is None or shutil.which("wrk") is None,
@@ -40,9 +41,7 @@ pytestmark = pytest.mark.skipif(
 )
 
 # Every knob the environment could carry into the bench (make exports them).
-KNOB_ENV = ("SERVERS", "SCENARIOS", "CONNECTIONS", "DURATION", "WARMUP", "REPEAT", "SERVER_CPUS",
-            "CLIENT_CPUS", "SERVER_CPU_QUOTA", "SERVER_MEMORY", "RATE", "TOOL", "SEED", "RUNNER",
-            "TIMEOUT", "PRIORITY", "PROFILE")  # fmt: skip
+KNOB_ENV = (*KNOBS, "PROFILE")
 # A short run: one scenario, one connection level, no warm-up; normal priority, so
 # that the test watching the run is not starved by the load it watches.
 SHORT = ["--profile", "smoke", "--scenarios", "hello", "--connections", "4", "--warmup", "0",
@@ -276,7 +275,7 @@ def test_stack_that_never_becomes_ready(stacks, tmp_path):
         "stuck", run='echo $$ > "$BUILD_DIR/pgid"; echo "waiting for a lock"; exec sleep 600'
     )
     result = run_bench(stacks, tmp_path / "results", [stuck, good], "--duration", "1",
-                       prelude="import loadtest.bench as b; b.READY_TIMEOUT_S = 3")  # fmt: skip
+                       prelude="import loadtest.bench.run as b; b.READY_TIMEOUT_S = 3")  # fmt: skip
     output = result.stdout + result.stderr
     assert result.returncode == 1, output
     folder = only_run(tmp_path / "results")
@@ -427,7 +426,7 @@ def fill(disk: Path) -> None:
 
 @needs_root
 def test_results_writer_on_a_full_disk_keeps_whole_lines(tmp_path):
-    from loadtest.results import ResultsWriter
+    from loadtest.bench.results import ResultsWriter
 
     with tmpfs(tmp_path / "disk", "64k") as disk:
         path = disk / "results.jsonl"
@@ -566,10 +565,10 @@ def test_run_json_records_each_stacks_resolved_dependencies(stacks, tmp_path):
     shutil.which("go") is None, reason="!!! go NOT INSTALLED: go list not exercised"
 )
 def test_a_tls_front_records_the_stacks_own_dependencies(stacks, tmp_path):
-    from loadtest.errors import StepError
-    from loadtest.front import FrontedRunner
-    from loadtest.manifest import load
-    from loadtest.native import NativeRunner
+    from loadtest.core.errors import StepError
+    from loadtest.core.manifest import load
+    from loadtest.runners.front import FrontedRunner
+    from loadtest.runners.native import NativeRunner
 
     name = stacks.add("fronted", files={"go.mod": "module example.com/{name}\n\ngo 1.22\n"})
     manifest = load(name, stacks.root)

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from loadtest import calibration
-from loadtest.results import read_records
+from loadtest.bench.results import read_records
+from loadtest.runners import calibration
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -26,7 +26,9 @@ pytestmark = pytest.mark.skipif(
 # Two stand-in static stacks: HTTPS nginx serving a generated page, with and without gzip.
 SCRIPT = """
 import argparse, sys, types
-from loadtest import bench, plan
+from loadtest.bench import run as bench
+from loadtest.commands import bench as bench_command
+from loadtest.bench import plan
 from loadtest.tests.tls_nginx import TlsNginx
 
 STACKS = {"tls-gzip": True, "tls-plain": False}
@@ -52,8 +54,8 @@ bench.Bench.prepare = prepare
 bench.Bench.verify = verify
 bench.Bench.start_server = start_server
 parser = argparse.ArgumentParser()
-bench.register(parser.add_subparsers())
-sys.exit(bench.cmd_bench(parser.parse_args(["bench", *sys.argv[1:]])))
+bench_command.register(parser.add_subparsers())
+sys.exit(bench_command.cmd_bench(parser.parse_args(["bench", *sys.argv[1:]])))
 """
 
 

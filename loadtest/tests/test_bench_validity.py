@@ -9,8 +9,6 @@ changed half-way.
 
 from __future__ import annotations
 
-import pytest
-
 from loadtest.tests.test_bench_faults import (
     measurements,
     only_run,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from loadtest.tools.base import CLIENT_BOUND_SHARE, client_bound, run_tool, tool_cpu_share
+from loadtest.measure.tools.base import CLIENT_BOUND_SHARE, client_bound, run_tool, tool_cpu_share
 
 
 def test_threshold_is_ninety_percent_of_the_tool_cores():

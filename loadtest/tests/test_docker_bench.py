@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from loadtest import calibration
-from loadtest.docker import compose_problem, daemon_problem, docker, image_id
-from loadtest.plan import parse_cpus
-from loadtest.results import read_records
-from loadtest.runner import choose_runner
+from loadtest.bench.results import read_records
+from loadtest.core.knobs import parse_cpus
+from loadtest.runners import calibration
+from loadtest.runners.choose import choose_runner
+from loadtest.runners.docker import compose_problem, daemon_problem, docker, image_id
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 REQUIRED = os.environ.get("SERVERLAB_DOCKER_TESTS") == "1"

@@ -12,10 +12,10 @@ import sys
 
 import pytest
 
-from loadtest import compose
-from loadtest.docker import compose_args, compose_problem, limits_env
-from loadtest.manifest import REPO_ROOT, load_all
-from loadtest.runner import Limits
+from loadtest.core.manifest import REPO_ROOT, load_all
+from loadtest.core.runner import Limits
+from loadtest.runners import compose
+from loadtest.runners.docker import compose_args, compose_problem, limits_env
 
 STANDINS = REPO_ROOT / "docker" / "standins" / "standins.py"
 # An official image pinned to an exact tag: name:1.2.3..., name:bookworm-YYYYMMDD-slim.
@@ -33,7 +33,7 @@ def standins_module():
 def test_compose_file_is_current():
     committed = compose.COMPOSE_FILE.read_text(encoding="utf-8")
     assert committed == compose.render(), (
-        "docker-compose.yml is stale: run `python -m loadtest.compose`"
+        "docker-compose.yml is stale: run `python -m loadtest.runners.compose`"
     )
 
 
@@ -220,7 +220,7 @@ def test_compose_config_validates_with_compose_v2():
 
 
 def test_loadgen_runs_the_harness_copy_of_repository_files():
-    from loadtest.docker import LOADGEN_HARNESS, LoadgenClient
+    from loadtest.runners.docker import LOADGEN_HARNESS, LoadgenClient
 
     client = LoadgenClient.__new__(LoadgenClient)  # no container needed to map paths
     lua = REPO_ROOT / "loadtest" / "tools" / "wrk_report.lua"
@@ -228,5 +228,5 @@ def test_loadgen_runs_the_harness_copy_of_repository_files():
     assert client.translate("http://127.0.0.1:8101/") == "http://127.0.0.1:8101/"
     assert client.translate(str(REPO_ROOT) + "x/y") == str(REPO_ROOT) + "x/y"
     dockerfile = compose.LOADGEN_DOCKERFILE.read_text()
-    assert "COPY loadtest/tools /opt/serverlab/loadtest/tools" in dockerfile
+    assert "COPY loadtest/measure/tools /opt/serverlab/loadtest/measure/tools" in dockerfile
     assert LOADGEN_HARNESS == "/opt/serverlab"

@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from loadtest import manifest as manifests
-from loadtest.docker import (
+from loadtest.core import manifest as manifests
+from loadtest.core.runner import Limits
+from loadtest.runners.docker import (
     DockerRunner,
     LoadgenClient,
     compose_problem,
@@ -25,7 +26,6 @@ from loadtest.docker import (
     free_port,
     image_id,
 )
-from loadtest.runner import Limits
 
 REQUIRED = os.environ.get("SERVERLAB_DOCKER_TESTS") == "1"
 MIN_NOFILE = 10_000

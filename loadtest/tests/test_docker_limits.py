@@ -19,8 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from loadtest import manifest as manifests
-from loadtest.docker import (
+from loadtest.core import manifest as manifests
+from loadtest.core.runner import Limits
+from loadtest.measure.metrics import UsageSampler
+from loadtest.runners.docker import (
     DockerRunner,
     compose_problem,
     daemon_problem,
@@ -28,8 +30,6 @@ from loadtest.docker import (
     free_port,
     image_id,
 )
-from loadtest.metrics import UsageSampler
-from loadtest.runner import Limits
 
 REQUIRED = os.environ.get("SERVERLAB_DOCKER_TESTS") == "1"
 # Stacks that saturate any CPU share they get with little start-up cost.

@@ -10,10 +10,16 @@ from __future__ import annotations
 
 import pytest
 
-from loadtest import manifest as manifests
-from loadtest.check import run_conformance
-from loadtest.docker import DockerRunner, compose_problem, daemon_problem, free_port, image_id
-from loadtest.runner import Limits
+from loadtest.core import manifest as manifests
+from loadtest.core.runner import Limits
+from loadtest.runners.conformance import run_conformance
+from loadtest.runners.docker import (
+    DockerRunner,
+    compose_problem,
+    daemon_problem,
+    free_port,
+    image_id,
+)
 from loadtest.testing import STATIC_STACK_SERVER_HEADERS
 
 

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from loadtest.manifest import REPO_ROOT
+from loadtest.core.manifest import REPO_ROOT
 from loadtest.tests.test_scaffold import copy_env, repo_copy
 
 SHELLS = {"sh", "bash", "shell"}

@@ -27,13 +27,17 @@ import pytest
 
 from contracts.conformance import run_checks
 from contracts.tests.reference_server import ReferenceServer
-from loadtest import cli, front, plan, tls
-from loadtest.check import check_stack
-from loadtest.errors import StepError
-from loadtest.manifest import REPO_ROOT, Manifest
-from loadtest.native import CLEAN_EXIT_CODES, NativeRunner, group_pids
-from loadtest.ports import free_port
-from loadtest.runner import Limits
+from loadtest import cli
+from loadtest.core.errors import StepError
+from loadtest.core.knobs import KnobError, resolve
+from loadtest.core.manifest import REPO_ROOT, Manifest
+from loadtest.core.runner import Limits
+from loadtest.host import tls
+from loadtest.host.ports import free_port
+from loadtest.host.process import CLEAN_EXIT_CODES, group_pids
+from loadtest.runners import front
+from loadtest.runners.conformance import check_stack
+from loadtest.runners.native import NativeRunner
 
 KINDS = [
     pytest.param(
@@ -317,11 +321,11 @@ def test_make_check_refuses_a_front_before_a_static_stack(capsys):
 
 
 def test_front_knob_from_profile_environment_and_command_line():
-    assert plan.resolve("smoke", env={}).front == "none"
-    assert plan.resolve("smoke", env={"FRONT": "nginx"}).front == "nginx"
-    assert plan.resolve("smoke", env={"FRONT": "nginx"}, cli={"FRONT": "apache"}).front == "apache"
-    with pytest.raises(plan.KnobError, match="FRONT='caddy'"):
-        plan.resolve("smoke", env={"FRONT": "caddy"})
+    assert resolve("smoke", env={}).front == "none"
+    assert resolve("smoke", env={"FRONT": "nginx"}).front == "nginx"
+    assert resolve("smoke", env={"FRONT": "nginx"}, cli={"FRONT": "apache"}).front == "apache"
+    with pytest.raises(KnobError, match="FRONT='caddy'"):
+        resolve("smoke", env={"FRONT": "caddy"})
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -352,8 +356,9 @@ def test_the_stacks_date_and_length_reach_the_client_unchanged(kind, folder, tls
 BENCH_SCRIPT = """
 import os, sys
 from pathlib import Path
-from loadtest import bench
-from loadtest.manifest import REPO_ROOT, Manifest
+from loadtest.bench import run as bench
+from loadtest.commands import bench as bench_command
+from loadtest.core.manifest import REPO_ROOT, Manifest
 folder = Path(os.environ["FRONT_TEST_STACK"])
 manifest = Manifest(
     name=folder.name, folder=folder, display_name="Reference", language="Python",
@@ -366,14 +371,14 @@ manifest = Manifest(
 )
 bench.Bench.stacks = lambda self: [manifest.name]
 bench.load = lambda name: manifest
-sys.exit(bench.cmd_bench(bench_args(sys.argv[1:])))
+sys.exit(bench_command.cmd_bench(bench_args(sys.argv[1:])))
 """
 
 
 @pytest.mark.skipif(shutil.which("wrk") is None, reason="wrk not installed")
 @pytest.mark.parametrize("kind", KINDS)
 def test_bench_measures_through_the_front_and_keeps_its_config(kind, reference_stack, folder):
-    from loadtest.results import read_records
+    from loadtest.bench.results import read_records
     from loadtest.tests.test_bench_ceiling import PRELUDE
 
     results = folder / f"results-{kind}"
@@ -394,7 +399,7 @@ def test_bench_measures_through_the_front_and_keeps_its_config(kind, reference_s
     info = json.loads((run / "run.json").read_text())
     assert info["knobs"]["front"] == kind
     assert info["front"]["version"] == front.version(kind) == info["tools"]["front"]
-    assert info["front"]["template"] == f"loadtest/fronts/{front.FRONTS[kind].template.name}"
+    assert info["front"]["template"] == f"loadtest/runners/fronts/{front.FRONTS[kind].template.name}"
     config = info["front"]["configs"][reference_stack.name]
     assert (run / config["file"]).read_text() == config["text"]
     assert str(run / "tls" / "cert.pem") in config["text"]
@@ -438,7 +443,7 @@ def test_a_large_request_body_reaches_the_stack_without_temp_files(
 def test_front_before_a_docker_stack_with_a_cpu_quota(kind, folder):
     # A container has no host cgroup to share: the front gets one of its own
     # with the same limits, and the pair passes the contract over TLS.
-    from loadtest.docker import DockerRunner
+    from loadtest.runners.docker import DockerRunner
     from loadtest.tests.test_docker_limits import built_stack, need_docker
 
     need_docker()
@@ -468,8 +473,8 @@ def test_the_runs_certificate_is_a_server_certificate_that_oha_accepts(
         capture_output=True, text=True, timeout=30, check=True,
     ).stdout  # fmt: skip
     assert "CA:FALSE" in text
-    from loadtest.tools import get_tool
-    from loadtest.tools.base import LoadSpec
+    from loadtest.measure.tools import get_tool
+    from loadtest.measure.tools.base import LoadSpec
 
     oha = get_tool("oha")
     if not oha.available() or front.binary("nginx") is None:

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from loadtest.stats import nearest_rank
-from loadtest.tools import get_tool
-from loadtest.tools.base import LoadSpec
-from loadtest.tools.h2load import H2load, parse_output
+from loadtest.core.stats import nearest_rank
+from loadtest.measure.tools import get_tool
+from loadtest.measure.tools.base import LoadSpec
+from loadtest.measure.tools.h2load import H2load, parse_output
 
 FIXTURES = Path(__file__).parent / "fixtures" / "h2load"
 PAGE = (("Accept-Encoding", "br, gzip"),)

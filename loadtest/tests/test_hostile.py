@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from contracts.tests.reference_server import ReferenceServer
-from loadtest import hostile
-from loadtest import hostile_cases as hc
-from loadtest.manifest import Manifest
+from loadtest.commands import hostile
+from loadtest.commands import hostile_cases as hc
+from loadtest.core.manifest import Manifest
 
 # The reference server is http.server, which never reads the body of a GET:
 # it fails body-on-get (the test below proves the case notices).
@@ -220,7 +220,7 @@ def test_exit_code_is_non_zero_only_for_undocumented_failures():
 
 def test_every_known_hostile_id_names_a_real_row():
     """A typo in server.toml would excuse nothing and hide nothing: catch it here."""
-    from loadtest.manifest import load_all
+    from loadtest.core.manifest import load_all
 
     rows = set(hostile.ROWS)
     for m in load_all():
@@ -240,7 +240,7 @@ def test_static_stacks_are_left_out_with_a_reason(tmp_path):
     import subprocess
     import sys
 
-    from loadtest.manifest import REPO_ROOT
+    from loadtest.core.manifest import REPO_ROOT
 
     result = subprocess.run(
         [sys.executable, "-m", "loadtest", "hostile", "--quick",

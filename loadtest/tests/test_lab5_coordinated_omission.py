@@ -20,13 +20,13 @@ import time
 
 import pytest
 
-from loadtest.ports import free_port
-from loadtest import labs
-from loadtest.manifest import REPO_ROOT, load
-from loadtest.native import NativeRunner
-from loadtest.plan import default_cpus
-from loadtest.tools.oha import Oha
-from loadtest.tools.wrk import Wrk
+from loadtest.commands import labs
+from loadtest.core.knobs import default_cpus
+from loadtest.core.manifest import REPO_ROOT, load
+from loadtest.host.ports import free_port
+from loadtest.measure.tools.oha import Oha
+from loadtest.measure.tools.wrk import Wrk
+from loadtest.runners.native import NativeRunner
 
 INSTALL_OHA = REPO_ROOT / "scripts" / "install-oha.sh"
 # Stacks that start fast, first one whose toolchain is here wins.

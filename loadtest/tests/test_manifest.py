@@ -7,7 +7,7 @@ import tomllib
 
 import pytest
 
-from loadtest import manifest as manifests
+from loadtest.core import manifest as manifests
 
 GOOD = {
     "display_name": "Example",
@@ -142,7 +142,7 @@ def test_known_failure_must_be_explained_in_the_readme(tmp_path):
 
 
 def test_only_listed_checks_are_excused():
-    from loadtest.check import apply_known_failures
+    from loadtest.runners.conformance import apply_known_failures
 
     stack = manifests.Manifest(
         **{k: v for k, v in GOOD.items() if k != "tuning"},

@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from loadtest.ports import free_port
-from loadtest.errors import StepError
-from loadtest.manifest import Manifest
-from loadtest.native import NativeRunner
-from loadtest.runner import Limits
+from loadtest.core.errors import StepError
+from loadtest.core.manifest import Manifest
+from loadtest.core.runner import Limits
+from loadtest.host.ports import free_port
+from loadtest.runners.native import NativeRunner
 
 SERVER = textwrap.dedent(
     """

@@ -1,7 +1,7 @@
 """HTTPS stacks in the native runner: certificate, TLS env, https base_url, readiness over TLS.
 
 Runs servers/nginx-static (default and @stock) for real on free ports, then
-checks each through loadtest.check's choice of checker. Skipped where nginx
+checks each through loadtest.runners.conformance's choice of checker. Skipped where nginx
 or its brotli modules are missing.
 """
 
@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from loadtest import manifest as manifests
-from loadtest import tls
-from loadtest.check import conformance_command, run_conformance
-from loadtest.native import NativeRunner, base_env
-from loadtest.ports import free_port
-from loadtest.runner import Limits
+from loadtest.core import manifest as manifests
+from loadtest.core.runner import Limits
+from loadtest.host import tls
+from loadtest.host.ports import free_port
+from loadtest.runners.conformance import conformance_command, run_conformance
+from loadtest.runners.native import NativeRunner, base_env
 from loadtest.testing import STATIC_STACK_SERVER_HEADERS
 
 NGINX_BROTLI = Path("/usr/lib/nginx/modules/ngx_http_brotli_static_module.so")
@@ -71,8 +71,8 @@ def test_bench_accepts_variant_ids_and_defaults_to_plain_stacks(tmp_path):
 
     from rich.console import Console
 
-    from loadtest import bench
-    from loadtest.plan import KnobError
+    from loadtest.bench import run as bench
+    from loadtest.core.knobs import KnobError
 
     def stacks(servers: list[str]) -> list[str]:
         knobs = SimpleNamespace(servers=servers, servers_from_profile=False, priority=0)

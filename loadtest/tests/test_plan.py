@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from loadtest import plan
-from loadtest.manifest import load_all
-from loadtest.plan import KnobError, build_plan, resolve
+from loadtest.bench import plan
+from loadtest.bench.plan import build_plan
+from loadtest.core.knobs import KnobError, parse_cpus, profile_names, resolve
+from loadtest.core.manifest import load_all
 
 
 def knobs(**cli):
@@ -14,11 +15,11 @@ def knobs(**cli):
 
 
 def test_every_profile_resolves():
-    for name in plan.profile_names():
+    for name in profile_names():
         k = resolve(name, env={}, cli={"SEED": "1"})
         assert k.profile == name and k.duration > 0
     assert {"smoke", "quick", "standard", "wsgi-2016", "ab-2017", "workday-2019",
-            "cpu-sweep-2019", "latency"} <= set(plan.profile_names())  # fmt: skip
+            "cpu-sweep-2019", "latency"} <= set(profile_names())  # fmt: skip
 
 
 def test_precedence_profile_env_cli():
@@ -35,7 +36,7 @@ def test_list_knobs_and_cpus():
     assert k.scenarios == ["hello", "workday"]
     assert k.server_cpus == (0,) and k.threads == 1
     assert k.quotas == [0.25, 0.5]
-    assert plan.parse_cpus("2-3,5") == (2, 3, 5)
+    assert parse_cpus("2-3,5") == (2, 3, 5)
 
 
 def test_seed_is_recorded_when_not_given():

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from loadtest.priority import can_raise, raise_priority
-from loadtest.tools.base import run_tool
+from loadtest.host.priority import can_raise, raise_priority
+from loadtest.measure.tools.base import run_tool
 
 needs_privilege = pytest.mark.skipif(
     not can_raise(-5) or not Path("/proc/self/autogroup").exists(),

@@ -10,14 +10,14 @@ import sys
 import time
 from pathlib import Path
 
-from loadtest.results import ResultsWriter, read_records
+from loadtest.bench.results import ResultsWriter, read_records
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 WRITER = """
 import sys
 from pathlib import Path
-from loadtest.results import ResultsWriter
+from loadtest.bench.results import ResultsWriter
 
 writer = ResultsWriter(Path(sys.argv[1]))
 payload = "x" * 20000  # bigger than any stdio buffer: one write per line still

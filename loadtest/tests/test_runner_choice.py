@@ -16,9 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from loadtest import plan
-from loadtest.docker import compose_problem, daemon_problem
-from loadtest.runner import RunnerUnavailable, choose_runner, docker_problem
+from loadtest.core.knobs import KnobError, resolve
+from loadtest.core.runner import RunnerUnavailable
+from loadtest.runners.choose import choose_runner, docker_problem
+from loadtest.runners.docker import compose_problem, daemon_problem
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 NO_DAEMON = "unix:///nonexistent/serverlab-test/docker.sock"
@@ -69,10 +70,10 @@ def test_forced_runners():
 
 
 def test_the_knob_defaults_to_auto_and_rejects_unknown_runners():
-    assert plan.resolve("smoke", env={}).runner == "auto"
-    assert plan.resolve("smoke", env={"RUNNER": "native"}).runner == "native"
-    with pytest.raises(plan.KnobError, match="RUNNER='podman'"):
-        plan.resolve("smoke", env={"RUNNER": "podman"})
+    assert resolve("smoke", env={}).runner == "auto"
+    assert resolve("smoke", env={"RUNNER": "native"}).runner == "native"
+    with pytest.raises(KnobError, match="RUNNER='podman'"):
+        resolve("smoke", env={"RUNNER": "podman"})
 
 
 def test_real_probe_without_a_daemon(monkeypatch):

@@ -20,8 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from loadtest import compose, scaffold, supply_chain
-from loadtest.manifest import REPO_ROOT, REQUIRED_TABLES, REQUIRED_TOP, load, validate_all
+from loadtest.commands import scaffold
+from loadtest.core.manifest import REPO_ROOT, REQUIRED_TABLES, REQUIRED_TOP, load, validate_all
+from loadtest.runners import compose, supply_chain
 
 TEMPLATES = REPO_ROOT / "servers" / "_templates"
 LANGUAGES = list(scaffold.PORT_BLOCKS)
@@ -268,7 +269,7 @@ def test_new_stacks_end_to_end_in_a_repository_copy(tmp_path):
     py = str(repo / ".venv" / "bin" / "python")
     # The baseline: a compose file current for the copied manifests (the working tree's
     # may list stacks whose folders are not tracked yet).
-    assert run([py, "-m", "loadtest.compose"], repo).returncode == 0
+    assert run([py, "-m", "loadtest", "docker", "compose"], repo).returncode == 0
     run(
         [
             "git",
@@ -313,7 +314,7 @@ def test_new_stacks_end_to_end_in_a_repository_copy(tmp_path):
     assert {path.split("/")[1] for path in untracked} == set(names.values()), status
     diff = run(["git", "diff", "--unified=0", "docker-compose.yml"], repo).stdout
     assert not [ln for ln in diff.splitlines() if ln.startswith("-") and not ln.startswith("---")]
-    assert run([py, "-m", "loadtest.compose", "--check"], repo).returncode == 0
+    assert run([py, "-m", "loadtest", "docker", "compose", "--check"], repo).returncode == 0
     assert run([py, "-m", "loadtest", "validate"], repo).returncode == 0
 
     listed = run(["make", "list"], repo)

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from loadtest import soak
-from loadtest.tools.base import LoadResult
+from loadtest.commands import soak
+from loadtest.measure.tools.base import LoadResult
 
 
 @pytest.mark.parametrize(

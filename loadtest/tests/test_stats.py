@@ -5,7 +5,7 @@ import statistics
 
 import pytest
 
-from loadtest.stats import coefficient_of_variation, mid_mean, summarize
+from loadtest.core.stats import coefficient_of_variation, mid_mean, summarize
 
 
 def test_mid_mean_drops_highest_and_lowest():

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from loadtest import steady
-from loadtest.verdict import DRIFT_BOUND
+from loadtest.core.verdict import DRIFT_BOUND
+from loadtest.measure import steady
 
 
 def test_warm_up_stops_once_two_windows_agree():

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from loadtest import supply_chain as sc
-from loadtest.manifest import load_all
+from loadtest.core.manifest import load_all
+from loadtest.runners import supply_chain as sc
 
 HASH = "--hash=sha256:" + "a" * 64
 

@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from loadtest.manifest import REPO_ROOT
-from loadtest.ports import free_port
-from loadtest.tools import HOST, LoadSpec, ToolError, get_tool
-from loadtest.tools.base import Tool
-from loadtest.tools.wrk import LUA_SCRIPT
+from loadtest.core.manifest import REPO_ROOT
+from loadtest.host.ports import free_port
+from loadtest.measure.tools import HOST, LoadSpec, ToolError, get_tool
+from loadtest.measure.tools.base import Tool
+from loadtest.measure.tools.wrk import LUA_SCRIPT
 
 needs_wrk = pytest.mark.skipif(shutil.which("wrk") is None, reason="wrk not installed")
 
@@ -94,7 +94,7 @@ def test_wrk_runs_through_another_executor(server, tmp_path):
     argv = executor.calls[0]
     assert argv[0] == "wrk"  # the executor's own program, not this host's path
     lua = argv[argv.index("-s") + 1]
-    assert lua == str(tmp_path / "harness" / "loadtest" / "tools" / "wrk_report.lua")
+    assert lua == str(tmp_path / "harness" / "loadtest" / "measure" / "tools" / "wrk_report.lua")
     assert result.command == argv  # the record says what really ran
     assert (tmp_path / "raw" / "wrk.stdout").read_text().startswith("Running")
 

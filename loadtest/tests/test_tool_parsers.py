@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from loadtest.tools import ab, oha, wrk
+from loadtest.measure.tools import ab, oha, wrk
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

@@ -8,9 +8,9 @@ import ssl
 import pytest
 
 from contracts.conformance import h2wire
-from loadtest import ttfb
-from loadtest.calibration import nginx_path
-from loadtest.ports import free_port
+from loadtest.host.ports import free_port
+from loadtest.measure import ttfb
+from loadtest.runners.calibration import nginx_path
 from loadtest.tests.tls_nginx import TlsNginx
 
 PAGE = (("Accept-Encoding", "br, gzip"),)
@@ -52,7 +52,7 @@ def test_one_sample_over_http1_and_the_status_of_h2_answers(nginx):
 
 @needs_nginx
 def test_a_certificate_other_than_the_servers_is_refused(nginx, tmp_path):
-    from loadtest.tls import self_signed
+    from loadtest.host.tls import self_signed
 
     other = self_signed(tmp_path / "other")
     data = ttfb.run_samples(nginx.base_url + "/", other.cert, 2, [], 2.0)

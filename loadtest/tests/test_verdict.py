@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from loadtest import verdict
-from loadtest.verdict import Figures, judge
+from loadtest.core import verdict
+from loadtest.core.verdict import Figures, judge
 
 QUICK = Path(__file__).resolve().parents[2] / "docs/measurements/20261122-072106-quick/summary.csv"
 

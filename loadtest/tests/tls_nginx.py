@@ -1,6 +1,6 @@
 """A throw-away HTTPS nginx (HTTP/2 and HTTP/1.1 via ALPN) for tests and fixtures.
 
-Debian's nginx with a run-time self-signed certificate (loadtest.tls) serving
+Debian's nginx with a run-time self-signed certificate (loadtest.host.tls) serving
 a generated HTML page of about 30 KB with gzip, a fixed 503 at /unavailable
 and 404 elsewhere, on 127.0.0.1 and a free port. It stands in for the static
 stacks where a test needs a real TLS server without building one.
@@ -19,10 +19,10 @@ from pathlib import Path
 
 import psutil
 
-from loadtest.calibration import nginx_path
-from loadtest.cgroups import CgroupLimits
-from loadtest.ports import free_port
-from loadtest.tls import self_signed
+from loadtest.host.cgroups import CgroupLimits
+from loadtest.host.ports import free_port
+from loadtest.host.tls import self_signed
+from loadtest.runners.calibration import nginx_path
 
 CONFIG = """\
 daemon off;

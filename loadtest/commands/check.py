@@ -1,0 +1,56 @@
+"""`make check`: build, start, verify and stop each stack, then summarise."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from loadtest.core import manifest as manifests
+from loadtest.core.knobs import FRONTS
+from loadtest.core.runner import RunnerUnavailable
+from loadtest.runners import front
+from loadtest.runners.choose import choose_runner, get_runner
+from loadtest.runners.conformance import check_all
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    check = sub.add_parser("check", help="build, start and verify stacks")
+    check.add_argument("--servers", help="comma-separated stack names (default: all)")
+    check.add_argument(
+        "--runner",
+        choices=("native", "docker", "auto"),
+        help="native (default), docker, or auto (Docker when a daemon answers)",
+    )
+    check.add_argument(
+        "--front", default="none", help=f"TLS reverse proxy before each stack: {', '.join(FRONTS)}"
+    )
+    check.set_defaults(func=cmd_check)
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    # Native unless RUNNER says otherwise: the contributor's fast loop needs no images.
+    try:
+        if args.runner is None:
+            chosen, reason = "native", "the default of check; RUNNER=docker or auto for containers"
+        else:
+            chosen, reason = choose_runner(args.runner)
+    except RunnerUnavailable as exc:
+        print(f"check: {exc}", file=sys.stderr)
+        return 2
+    print(f"runner: {chosen} — {reason}")
+    if args.servers:
+        stacks = manifests.load_all(manifests.stack_list(args.servers))
+    else:
+        # Every stack and every [[variant]] (a stock config must pass too); behind
+        # a FRONT only the plain-HTTP api stacks, the ones a front can serve.
+        stacks = manifests.load_all(manifests.stack_ids())
+        if args.front not in ("", "none"):
+            stacks = [m for m in stacks if m.contract == "api" and not m.tls]
+    refusal = front.refusal(args.front, stacks)
+    if refusal:
+        print(f"check: {refusal}", file=sys.stderr)
+        return 2
+    runner = front.wrap(get_runner(chosen), args.front, front.DEFAULT_FOLDER)
+    if args.front != "none":
+        print(f"every stack behind a TLS + HTTP/2 front: {front.version(args.front)}")
+    return check_all(runner, stacks)

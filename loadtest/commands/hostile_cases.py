@@ -1,0 +1,668 @@
+"""The raw-socket cases of the hostile-input suite (`make hostile`).
+
+Each case sends bytes no well-behaved client sends and judges the answer
+by the rules in docs/reliability.md: no 5xx, a 4xx or a closed connection
+for a bad request, the right answer for a request that is odd but valid.
+Everything goes to 127.0.0.1 on the port given, with a timeout on every
+socket operation, so a case always ends.
+
+A case returns a `CaseResult`; it never raises for anything the server
+does (a refused connection, a reset, a hang are all results).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import resource
+import selectors
+import socket
+import struct
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from contracts.conformance.rawhttp import status_and_fields
+
+HOST = "127.0.0.1"
+TIMEOUT_S = 5.0  # per connection and per answer
+HELLO_PREFIX = b"Hello World, from "
+SUNDAY = "2019-05-05T10:00"  # belongs to Monday 2019-05-06
+SUNDAY_ANSWER = b"2019-05-06"
+# 505 (HTTP Version Not Supported) is what RFC 9110 section 15.6.6 prescribes
+# for a major version the server does not speak: the one 5xx a case may accept.
+VERSION_NOT_SUPPORTED = 505
+
+
+@dataclass
+class Response:
+    status: int
+    headers: dict  # lower-case name -> last value
+    body: bytes
+
+    @property
+    def closes(self) -> bool:
+        return "close" in self.headers.get("connection", "").lower()
+
+
+@dataclass
+class Exchange:
+    """What one connection got back: answers in order, then how it ended."""
+
+    responses: list = field(default_factory=list)
+    closed: bool = False  # the server closed (FIN or RST) after the answers
+    reset: bool = False
+    timed_out: bool = False  # nothing more and no close within the timeout
+    error: str = ""  # could not connect, or a malformed answer
+
+    @property
+    def statuses(self) -> list[int]:
+        return [r.status for r in self.responses]
+
+    def describe(self) -> str:
+        parts = [",".join(map(str, self.statuses)) or "no answer"]
+        if self.reset:
+            parts.append("reset")
+        elif self.closed:
+            parts.append("closed")
+        if self.timed_out:
+            parts.append(f"no close within {TIMEOUT_S:g} s")
+        if self.error:
+            parts.append(self.error)
+        return ", ".join(parts)
+
+
+@dataclass
+class CaseResult:
+    case: str
+    ok: bool
+    detail: str
+    statuses: list = field(default_factory=list)  # every status seen, for the 5xx tally
+    info: dict = field(default_factory=dict)  # measured, not judged
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict:
+        return {
+            "case": self.case,
+            "ok": self.ok,
+            "detail": self.detail,
+            "statuses": self.statuses,
+            "info": self.info,
+            "seconds": round(self.seconds, 2),
+        }
+
+
+# -- the raw client --------------------------------------------------------------
+
+
+def connect(port: int, timeout: float | None = None) -> socket.socket:
+    sock = socket.create_connection((HOST, port), timeout=timeout or TIMEOUT_S)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return sock
+
+
+class Reader:
+    """Reads HTTP/1.1 responses from a socket, remembering how it ended."""
+
+    def __init__(self, sock: socket.socket, deadline_s: float | None = None) -> None:
+        self.sock = sock
+        self.buffer = b""
+        self.eof = False
+        self.reset = False
+        self.timed_out = False
+        self.deadline_s = deadline_s or TIMEOUT_S
+
+    def _fill(self) -> bool:
+        if self.eof:
+            return False
+        self.sock.settimeout(self.deadline_s)
+        try:
+            chunk = self.sock.recv(262144)
+        except TimeoutError:
+            self.timed_out = True
+            return False
+        except ConnectionResetError:
+            self.eof = self.reset = True
+            return False
+        except OSError as exc:
+            if exc.errno in (errno.ECONNRESET, errno.EPIPE, errno.ECONNABORTED):
+                self.eof = self.reset = True
+                return False
+            raise
+        if not chunk:
+            self.eof = True
+            return False
+        self.buffer += chunk
+        return True
+
+    def _take_until(self, marker: bytes) -> bytes | None:
+        while marker not in self.buffer:
+            if not self._fill():
+                return None
+        head, _, self.buffer = self.buffer.partition(marker)
+        return head
+
+    def _take(self, size: int) -> bytes | None:
+        while len(self.buffer) < size:
+            if not self._fill():
+                return None
+        data, self.buffer = self.buffer[:size], self.buffer[size:]
+        return data
+
+    def response(self, head_request: bool = False) -> Response | None:
+        """The next response, or None at a close, a reset or the timeout."""
+        head = self._take_until(b"\r\n\r\n")
+        if head is None:
+            return None
+        status, headers = status_and_fields(head)
+        if head_request or status in (204, 304) or 100 <= status < 200:
+            return Response(status, headers, b"")
+        if "chunked" in headers.get("transfer-encoding", "").lower():
+            body = self._chunked()
+        elif "content-length" in headers:
+            body = self._take(int(headers["content-length"]))
+        else:  # delimited by the close
+            while self._fill():
+                pass
+            body, self.buffer = self.buffer, b""
+        if body is None:
+            raise ValueError(f"connection ended inside the body of a {status}")
+        return Response(status, headers, body)
+
+    def _chunked(self) -> bytes | None:
+        body = b""
+        while True:
+            line = self._take_until(b"\r\n")
+            if line is None:
+                return None
+            size = int(line.split(b";")[0].strip() or b"0", 16)
+            if size == 0:
+                return body if self._take_until(b"\r\n") is not None else None
+            data = self._take(size + 2)
+            if data is None:
+                return None
+            body += data[:size]
+
+
+def exchange(
+    port: int,
+    payload: bytes | list[bytes],
+    expect: int = 1,
+    head_request: bool = False,
+    pause_s: float = 0.0,
+) -> Exchange:
+    """Send `payload` (a list: one send per item, `pause_s` apart) and read up to `expect` answers.
+
+    Reading stops after `expect` answers, at a close or reset, or when
+    nothing arrives within the timeout (then `timed_out`).
+    """
+    result = Exchange()
+    try:
+        sock = connect(port)
+    except OSError as exc:
+        result.error = f"connect: {exc.strerror or exc}"
+        return result
+    with sock:
+        try:
+            for piece in payload if isinstance(payload, list) else [payload]:
+                sock.sendall(piece)
+                if pause_s:
+                    time.sleep(pause_s)
+        except OSError:
+            pass  # the server may close while we send (e.g. a huge URL); read what it said
+        reader = Reader(sock)
+        try:
+            while len(result.responses) < expect:
+                response = reader.response(head_request)
+                if response is None:
+                    break
+                result.responses.append(response)
+                if response.status >= 400:
+                    break  # an error answer ends the exchange; what follows may be closed
+        except ValueError as exc:
+            result.error = str(exc)
+        except OSError as exc:
+            result.error = f"{type(exc).__name__}: {exc}"
+        result.closed = reader.eof
+        result.reset = reader.reset
+        result.timed_out = reader.timed_out and not result.closed
+    return result
+
+
+def request(target: str, extra: str = "", version: str = "HTTP/1.1", method: str = "GET") -> bytes:
+    return f"{method} {target} {version}\r\nHost: {HOST}\r\n{extra}\r\n".encode("latin-1")
+
+
+# -- judging ----------------------------------------------------------------------
+
+
+def rejected(ex: Exchange, allow_505: bool = False) -> tuple[bool, str]:
+    """A bad request: a 4xx, or a close without an answer; never a 2xx or a 5xx."""
+    bad = [s for s in ex.statuses if not (400 <= s < 500 or (allow_505 and s == 505))]
+    if ex.error.startswith("connect"):
+        return False, ex.describe()
+    if bad:
+        return False, f"expected a 4xx or a close, got {ex.describe()}"
+    if not ex.responses and not ex.closed:
+        return False, f"expected a 4xx or a close, got {ex.describe()}"
+    return True, ex.describe()
+
+
+def tolerated(
+    ex: Exchange, good: Callable[[Response], bool], allow_505: bool = False
+) -> tuple[bool, str]:
+    """Odd but valid: the right 200, or a 4xx, or a close; never a 5xx or a hang."""
+    if ex.error.startswith("connect"):
+        return False, ex.describe()
+    for response in ex.responses:
+        if response.status >= 500 and not (allow_505 and response.status == 505):
+            return False, f"5xx: {ex.describe()}"
+        if 200 <= response.status < 300 and not good(response):
+            return False, f"wrong 2xx body ({len(response.body)} bytes): {ex.describe()}"
+    if not ex.responses and not ex.closed:
+        return False, f"no answer and no close: {ex.describe()}"
+    return True, ex.describe()
+
+
+def is_kb(n: int) -> Callable[[Response], bool]:
+    return lambda r: r.status == 200 and r.body == b"X" * (n * 1000)
+
+
+def is_hello(r: Response) -> bool:
+    return r.status == 200 and r.body.startswith(HELLO_PREFIX)
+
+
+def is_sunday(r: Response) -> bool:
+    return r.status == 200 and r.body == SUNDAY_ANSWER
+
+
+def served(port: int) -> tuple[bool, str, float]:
+    """One fresh GET /?n=1: (answered right, what happened, seconds it took)."""
+    started = time.monotonic()
+    ex = exchange(port, request("/?n=1"), expect=1)
+    took = time.monotonic() - started
+    ok = bool(ex.responses) and is_kb(1)(ex.responses[0])
+    return ok, ex.describe(), took
+
+
+def _many(case: str, port: int, variants: list[tuple[str, bytes, Callable]]) -> CaseResult:
+    """Run several payloads; the case passes when every one does."""
+    failed, statuses, details = [], [], []
+    for label, payload, judge in variants:
+        ex = exchange(port, payload, expect=1)
+        statuses += ex.statuses
+        ok, detail = judge(ex)
+        details.append(f"{label}: {detail}")
+        if not ok:
+            failed.append(f"{label}: {detail}")
+    return CaseResult(
+        case, not failed, "; ".join(failed) if failed else "; ".join(details), statuses
+    )
+
+
+# -- the cases --------------------------------------------------------------------
+
+
+def invalid_request_line(port: int) -> CaseResult:
+    return _many(
+        "invalid-request-line",
+        port,
+        [
+            ("garbage", b"GARBAGE\r\n\r\n", rejected),
+            ("no target", b"GET\r\nHost: 127.0.0.1\r\n\r\n", rejected),
+            ("four words", request("/ extra"), rejected),
+            ("space in method", b"G ET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", rejected),
+            ("no CRLF before headers", b"GET / HTTP/1.1 Host: 127.0.0.1\r\n\r\n", rejected),
+        ],
+    )
+
+
+def unknown_http_version(port: int) -> CaseResult:
+    """A well-formed but unknown version may be served (RFC 9110 section 2.5: answer with
+    the highest version the server speaks); malformed ones must be refused. 505 (Version
+    Not Supported) is a fair refusal of any of them."""
+    newer = lambda ex: tolerated(ex, is_hello, allow_505=True)  # noqa: E731
+    refused = lambda ex: rejected(ex, allow_505=True)  # noqa: E731
+    return _many(
+        "unknown-http-version",
+        port,
+        [
+            ("HTTP/9.9", request("/", version="HTTP/9.9"), newer),
+            ("HTTP/1.x", request("/", version="HTTP/1.x"), refused),
+            ("HTTP/10.1", request("/", version="HTTP/10.1"), refused),
+            ("HTXP/1.1", request("/", version="HTXP/1.1"), refused),
+        ],
+    )
+
+
+def header_64k(port: int) -> CaseResult:
+    # One 64 KB header: valid HTTP beyond most servers' limits (a 431 or 400 is
+    # as right as serving it).
+    big = "X-Padding: " + "a" * 65536 + "\r\n"
+    return _many("header-64k", port, [("64 KB header", request("/?n=1", big), _kb1)])
+
+
+def _kb1(ex: Exchange) -> tuple[bool, str]:
+    return tolerated(ex, is_kb(1))
+
+
+def url_1mb(port: int) -> CaseResult:
+    target = "/?n=1&pad=" + "a" * (1 << 20)
+    return _many("url-1mb", port, [("1 MB URL", request(target), _kb1)])
+
+
+def bad_percent_encoding(port: int) -> CaseResult:
+    variants = []
+    for raw in ("%ZZ", "%", "%4", "1%", "%C0%AF", "%FF", "%E2%82"):
+        variants.append((f"n={raw}", request(f"/?n={raw}"), _exactly_400))
+    for raw in (f"{SUNDAY[:-3]}%3G00", "%", f"{SUNDAY}%", "%2", f"{SUNDAY[:-1]}%FF"):
+        variants.append((f"at={raw}", request(f"/workday?at={raw}"), _exactly_400))
+    variants.append(("path /%ZZ", request("/%ZZ"), rejected))
+    return _many("invalid-percent-encoding", port, variants)
+
+
+def _exactly_400(ex: Exchange) -> tuple[bool, str]:
+    """The contract's answer to a bad n or at: a 400 (the checker judges its body)."""
+    if ex.statuses[:1] != [400]:
+        return False, f"expected 400, got {ex.describe()}"
+    return True, ex.describe()
+
+
+def nul_bytes(port: int) -> CaseResult:
+    # RFC 9110 section 5.5: a NUL in a field value is rejected or replaced by
+    # a space, so serving that request is as right as rejecting it.
+    return _many(
+        "nul-bytes",
+        port,
+        [
+            ("n=%00", request("/?n=%00"), _exactly_400),
+            ("n=1%000", request("/?n=1%000"), _exactly_400),
+            ("at=%00", request("/workday?at=%00"), _exactly_400),
+            ("raw NUL in target", b"GET /?n=\x00 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", rejected),
+            ("raw NUL in method", b"G\x00T / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", rejected),
+            ("raw NUL in header", request("/?n=1", "X-Nul: a\x00b\r\n"), _kb1),
+        ],
+    )
+
+
+def body_on_get(port: int) -> CaseResult:
+    """A GET with a 5-byte body, then (after its answer) a second GET on the same connection:
+    the body must be skipped, never read as the start of the next request."""
+    first = exchange_sequence(
+        port, [request("/?n=1", "Content-Length: 5\r\n") + b"hello", request("/?n=2")]
+    )
+    ok, detail = tolerated(first, lambda r: r is first.responses[0] and is_kb(1)(r) or is_kb(2)(r))
+    if ok and len(first.responses) == 2 and not is_kb(2)(first.responses[1]):
+        ok, detail = False, f"second request misread after the body: {first.describe()}"
+    if ok and len(first.responses) < 2 and not first.closed:
+        ok, detail = False, f"second request unanswered: {first.describe()}"
+    return CaseResult("body-on-get", ok, detail, first.statuses)
+
+
+def exchange_sequence(port: int, requests: list[bytes]) -> Exchange:
+    """Requests one after another on one connection, each sent after the previous answer."""
+    result = Exchange()
+    try:
+        sock = connect(port)
+    except OSError as exc:
+        result.error = f"connect: {exc.strerror or exc}"
+        return result
+    with sock:
+        reader = Reader(sock)
+        try:
+            for data in requests:
+                if reader.eof:
+                    break
+                sock.sendall(data)
+                response = reader.response()
+                if response is None:
+                    break
+                result.responses.append(response)
+        except ValueError as exc:
+            result.error = str(exc)
+        except OSError as exc:
+            if exc.errno not in (errno.EPIPE, errno.ECONNRESET):
+                result.error = f"{type(exc).__name__}: {exc}"
+            reader.eof = True
+        result.closed = reader.eof
+        result.reset = reader.reset
+        result.timed_out = reader.timed_out and not result.closed
+    return result
+
+
+def malformed_chunk(port: int) -> CaseResult:
+    """Transfer-Encoding: chunked with a broken chunk: refused, and never read as a request.
+
+    A chunk size that is well-formed but absurd (20 hex digits) is legal
+    HTTP: a server may refuse it or wait for the data; it must not crash or
+    answer the request hidden behind it.
+    """
+    te = "Transfer-Encoding: chunked\r\n"
+    variants = [
+        ("size not hex", request("/?n=1", te) + b"ZZZ\r\nhello\r\n0\r\n\r\n", True),
+        ("data longer than size", request("/?n=1", te) + b"2\r\nhello\r\n0\r\n\r\n", True),
+        (
+            "POST, size not hex",
+            request("/", te, method="POST") + b"ZZZ\r\nhello\r\n0\r\n\r\n",
+            True,
+        ),
+        ("huge size", request("/?n=1", te) + b"FFFFFFFFFFFFFFFFFFFF\r\nhello\r\n0\r\n\r\n", False),
+    ]
+    failed, details, statuses = [], [], []
+    for label, payload, malformed in variants:
+        ex = exchange(port, payload + request("/?n=2"), expect=2)
+        statuses += ex.statuses
+        ok, detail = tolerated(ex, is_kb(1))  # a 2xx for the hidden n=2 is wrong
+        if not malformed and not ex.responses and ex.timed_out and not ex.error:
+            ok, detail = True, "waits for the announced data"
+        # Broken framing must be refused at some point: a 4xx or a close.
+        refused = ex.closed or any(400 <= s < 500 for s in ex.statuses)
+        if ok and malformed and not refused:
+            ok, detail = False, f"malformed chunk accepted: {ex.describe()}"
+        details.append(f"{label}: {detail}")
+        if not ok:
+            failed.append(f"{label}: {detail}")
+    return CaseResult("malformed-chunk", not failed, "; ".join(failed or details), statuses)
+
+
+PIPELINED = 100
+
+
+def pipelined(port: int) -> CaseResult:
+    """100 requests in one write: every answer right and in order.
+
+    A server may stop early only the way HTTP allows it: the last answer says
+    `Connection: close` and then the connection closes (RFC 9112 section 9.6).
+    """
+    kinds = [("/", is_hello), ("/?n=1", is_kb(1)), (f"/workday?at={SUNDAY}", is_sunday)]
+    plan = [kinds[i % len(kinds)] for i in range(PIPELINED)]
+    payload = b"".join(request(target) for target, _ in plan)
+    ex = exchange(port, payload, expect=PIPELINED)
+    wrong = [
+        f"#{i + 1} {r.status}"
+        for i, (r, (_, good)) in enumerate(zip(ex.responses, plan))
+        if not good(r)
+    ]
+    got = len(ex.responses)
+    if wrong:
+        ok, detail = False, f"wrong answers: {', '.join(wrong[:5])}"
+    elif ex.error:
+        ok, detail = False, f"after {got}: {ex.error}"
+    elif got == PIPELINED:
+        ok, detail = True, f"{got} of {PIPELINED} answered in order"
+    elif got and ex.responses[-1].closes and ex.closed:
+        ok, detail = True, f"{got} of {PIPELINED} answered, then Connection: close as HTTP allows"
+    else:
+        ok, detail = (
+            False,
+            f"{got} of {PIPELINED} answered, then {ex.describe().split(', ', 1)[-1]}",
+        )
+    return CaseResult("pipelined-100", ok, detail, ex.statuses, {"answered": got})
+
+
+def one_byte_at_a_time(port: int) -> CaseResult:
+    data = request(f"/workday?at={SUNDAY}")
+    ex = exchange(port, [data[i : i + 1] for i in range(len(data))], expect=1, pause_s=0.002)
+    ok = bool(ex.responses) and is_sunday(ex.responses[0])
+    return CaseResult("one-byte-at-a-time", ok, ex.describe(), ex.statuses)
+
+
+SILENT = 16
+SILENT_HOLD_S = 3.0
+
+
+def connect_send_nothing(port: int) -> CaseResult:
+    """16 clients connect and say nothing; a real client must still be served meanwhile."""
+    silent = []
+    try:
+        for _ in range(SILENT):
+            with contextlib.suppress(OSError):
+                silent.append(connect(port))
+        time.sleep(0.5)
+        ok, detail, took = served(port)
+        time.sleep(max(0.0, SILENT_HOLD_S - took))
+        closed = sum(_closed_by_peer(s) for s in silent)
+    finally:
+        for sock in silent:
+            sock.close()
+    info = {"silent": len(silent), "closed_by_server": closed, "fresh_request_s": round(took, 3)}
+    detail = (
+        f"fresh request while {len(silent)} silent connections are open: {detail} "
+        f"in {took:.2f} s; server closed {closed} of them within {SILENT_HOLD_S:g} s"
+    )
+    return CaseResult("connect-send-nothing", ok, detail, [], info)
+
+
+def _closed_by_peer(sock: socket.socket) -> bool:
+    try:
+        sock.setblocking(False)
+        return sock.recv(1, socket.MSG_PEEK) == b""
+    except BlockingIOError:
+        return False
+    except OSError:
+        return True
+
+
+def raise_file_limit(wanted: int) -> int:
+    """Raise the soft RLIMIT_NOFILE towards `wanted` (within the hard limit); return it."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+    if soft != resource.RLIM_INFINITY and soft < target:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+
+
+def idle_connections(
+    port: int, count: int, hold_s: float = 2.0, rss: Callable[[], int] | None = None
+) -> CaseResult:
+    """`count` connections opened and held idle; a fresh request must still be served.
+
+    `rss`, when given, reads the server's memory while the connections are held.
+    """
+    case = "idle-connections"
+    limit = raise_file_limit(count + 256)
+    target = min(count, max(0, limit - 256))
+    selector = selectors.DefaultSelector()
+    socks: list[socket.socket] = []
+    connected = failed = 0
+    started = time.monotonic()
+    try:
+        for _ in range(target):
+            sock = socket.socket()
+            sock.setblocking(False)
+            err = sock.connect_ex((HOST, port))
+            if err not in (0, errno.EINPROGRESS):
+                sock.close()
+                failed += 1
+                continue
+            socks.append(sock)
+            selector.register(sock, selectors.EVENT_WRITE)
+        pending = len(socks)
+        deadline = time.monotonic() + 10.0
+        while pending and time.monotonic() < deadline:
+            for key, _ in selector.select(timeout=0.5):
+                selector.unregister(key.fileobj)
+                pending -= 1
+                if key.fileobj.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) == 0:
+                    connected += 1
+                else:
+                    failed += 1
+        open_s = time.monotonic() - started
+        time.sleep(hold_s / 2)
+        ok, detail, took = served(port)
+        held_rss = rss() if rss else None
+        time.sleep(hold_s / 2)
+        closed = sum(_closed_by_peer(s) for s in socks)
+    finally:
+        selector.close()
+        for sock in socks:
+            sock.close()
+    info = {
+        "wanted": count,
+        "file_limit": limit,
+        "connected": connected,
+        "failed_or_pending": target - connected,
+        "closed_by_server": closed,
+        "open_s": round(open_s, 2),
+        "fresh_request_s": round(took, 3),
+        "rss_held": held_rss,
+    }
+    detail = (
+        f"{connected} of {count} connected in {open_s:.1f} s, server closed {closed}; "
+        f"fresh request: {detail} in {took:.2f} s"
+    )
+    if target < count:
+        ok, detail = False, f"file limit {limit} allows only {target}: {detail}"
+    return CaseResult(case, ok, detail, [], info)
+
+
+RESETS = 20
+
+
+def reset_mid_response(port: int) -> CaseResult:
+    """Ask for 100 KB (three times, pipelined), read a little, then reset the connection."""
+    done = 0
+    for i in range(RESETS):
+        try:
+            sock = socket.socket()
+            # A small receive window: the server is still writing when the RST comes.
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            sock.settimeout(TIMEOUT_S)
+            sock.connect((HOST, port))
+            sock.sendall(request("/?n=100") * (1 + i % 3))
+            sock.recv(1024 * (1 + i % 4))
+            # SO_LINGER on with a zero timeout: close() sends RST, not FIN.
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            sock.close()
+            done += 1
+        except OSError:
+            with contextlib.suppress(OSError):
+                sock.close()
+    time.sleep(0.3)
+    ok, detail, _ = served(port)
+    return CaseResult(
+        "reset-mid-response",
+        ok and done == RESETS,
+        f"{done} of {RESETS} connections reset mid-body; then a fresh request: {detail}",
+        [],
+        {"resets": done},
+    )
+
+
+# Case id -> function(port); idle-connections takes the count as well.
+CASES: dict[str, Callable] = {
+    "invalid-request-line": invalid_request_line,
+    "unknown-http-version": unknown_http_version,
+    "header-64k": header_64k,
+    "url-1mb": url_1mb,
+    "invalid-percent-encoding": bad_percent_encoding,
+    "nul-bytes": nul_bytes,
+    "body-on-get": body_on_get,
+    "malformed-chunk": malformed_chunk,
+    "pipelined-100": pipelined,
+    "one-byte-at-a-time": one_byte_at_a_time,
+    "connect-send-nothing": connect_send_nothing,
+    "idle-connections": idle_connections,
+    "reset-mid-response": reset_mid_response,
+}

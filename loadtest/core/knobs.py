@@ -1,0 +1,290 @@
+"""The knobs of a run: profiles, their values, and the rules they must obey.
+
+Knobs come from a profile in profiles.toml, overridden by the environment
+(SERVERS=..., DURATION=...) and then by command-line options; `resolve`
+returns them typed and validated. The Makefile forwards exactly the names of
+`KNOBS`; docs/methodology.md explains each one.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import tomllib
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from loadtest.core.runner import RUNNERS
+
+PROFILES_FILE = Path(__file__).with_name("profiles.toml")
+MEMORY_UNITS = {"k": 1024, "m": 1024**2, "g": 1024**3}
+SCENARIOS = {
+    "hello": "/",
+    "kb1": "/?n=1",
+    "kb10": "/?n=10",
+    "kb100": "/?n=100",
+    "workday": "/workday",
+    "page": "/",
+}
+FRONTS = ("none", "nginx", "apache")  # TLS fronts: loadtest/runners/front.py
+# Scenarios of static stacks (manifest `contract = "static"`); the rest are the api's.
+STATIC_SCENARIOS = ("page",)
+# Request headers per scenario: the static page is fetched as a browser does.
+SCENARIO_HEADERS = {"page": (("Accept-Encoding", "br, gzip"),)}
+TOOLS = ("wrk", "oha", "ab", "h2load")
+HTTP_VERSIONS = ("2", "1.1")
+# Knob name (as in the Makefile and the environment) -> profiles.toml key.
+KNOBS = {
+    "SERVERS": "servers",
+    "SCENARIOS": "scenarios",
+    "CONNECTIONS": "connections",
+    "DURATION": "duration",
+    "WARMUP": "warmup",
+    "REPEAT": "repeat",
+    "SERVER_CPUS": "server_cpus",
+    "CLIENT_CPUS": "client_cpus",
+    "SERVER_CPU_QUOTA": "server_cpu_quota",
+    "SERVER_MEMORY": "server_memory",
+    "RATE": "rate",
+    "TOOL": "tool",
+    "SEED": "seed",
+    "RUNNER": "runner",
+    "TIMEOUT": "timeout",
+    "PRIORITY": "priority",
+    "FRONT": "front",
+    "TTFB": "ttfb",
+    "SERVER_CORES": "server_cores",
+    "HTTP": "http",
+}
+class KnobError(Exception):
+    """A knob has a value the harness cannot use."""
+
+
+def load_profiles(path: Path = PROFILES_FILE) -> dict:
+    with path.open("rb") as handle:
+        return tomllib.load(handle)
+
+
+def profile_names(path: Path = PROFILES_FILE) -> list[str]:
+    return [name for name in load_profiles(path) if name != "defaults"]
+
+
+def split_list(text: str) -> list[str]:
+    return [part.strip() for part in text.replace(" ", ",").split(",") if part.strip()]
+
+
+def parse_cpus(text: str) -> tuple[int, ...]:
+    """'0', '0,1', '2-3' -> (0,), (0, 1), (2, 3)."""
+    cpus: list[int] = []
+    for part in split_list(text):
+        if "-" in part:
+            low, high = part.split("-", 1)
+            cpus.extend(range(int(low), int(high) + 1))
+        else:
+            cpus.append(int(part))
+    if not cpus:
+        raise KnobError(f"no CPU in {text!r}")
+    return tuple(dict.fromkeys(cpus))
+
+
+def parse_memory(text: str) -> int:
+    """'512m' -> bytes. Accepts k, m, g suffixes (binary, like Docker)."""
+    text = text.strip().lower()
+    if text and text[-1] in MEMORY_UNITS:
+        number, factor = text[:-1], MEMORY_UNITS[text[-1]]
+    else:
+        number, factor = text, 1
+    if not number.isdigit() or int(number) <= 0:
+        raise ValueError(f"memory limit must look like 512m or 2g, got {text!r}")
+    return int(number) * factor
+
+
+def default_cpus() -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Server cores and client cores: the first half for the server, the rest for the tool.
+
+    On the 2-core reference machine that is SERVER_CPUS=0, CLIENT_CPUS=1.
+    """
+    available = sorted(os.sched_getaffinity(0))
+    if len(available) == 1:
+        return (available[0],), (available[0],)
+    half = len(available) // 2
+    return tuple(available[:half]), tuple(available[half:])
+
+
+@dataclass
+class Knobs:
+    profile: str
+    servers: list[str]
+    scenarios: list[str]
+    connections: list[int]
+    duration: float
+    warmup: float
+    repeat: int
+    server_cpus: tuple[int, ...]
+    client_cpus: tuple[int, ...]
+    server_cpu_quota: list[float]
+    server_memory: str
+    rate: list[str]
+    tool: str
+    seed: int
+    runner: str
+    timeout: int
+    keepalive: bool
+    requests: dict
+    calibration: bool
+    priority: int = 0  # nice value for the server and the tool (loadtest/priority.py)
+    front: str = "none"  # TLS reverse proxy before each stack: none, nginx, apache (front.py)
+    ttfb: int = 0  # time-to-first-byte samples per case (fresh connections); 0 = none
+    # Server core counts to sweep (each SERVER_CPU_QUOTA then is per core); [] = SERVER_CPUS.
+    server_cores: list = field(default_factory=list)
+    http: str = "2"  # h2load over https: "2" (ALPN h2) or "1.1" (--h1)
+    experiment: str = "none"
+    description: str = ""
+    servers_from_profile: bool = False
+    sources: dict = field(default_factory=dict)  # knob -> "profile" | "env" | "cli"
+
+    @property
+    def threads(self) -> int:
+        return len(self.client_cpus)
+
+    @property
+    def memory_bytes(self) -> int | None:
+        return parse_memory(self.server_memory) if self.server_memory else None
+
+    @property
+    def quotas(self) -> list[float | None]:
+        return list(self.server_cpu_quota) or [None]
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        data["server_cpus"] = list(self.server_cpus)
+        data["client_cpus"] = list(self.client_cpus)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Knobs:
+        data = dict(data)
+        data["server_cpus"] = tuple(data["server_cpus"])
+        data["client_cpus"] = tuple(data["client_cpus"])
+        known = set(cls.__dataclass_fields__)
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+
+def _convert(key: str, value):
+    """A knob's text (env/CLI) or TOML value -> its typed value."""
+    try:
+        if key in ("servers", "scenarios", "rate"):
+            items = split_list(value) if isinstance(value, str) else list(value)
+            return [str(v) for v in items]
+        if key in ("connections", "server_cores"):
+            items = split_list(value) if isinstance(value, str) else list(value)
+            return [int(v) for v in items]
+        if key == "server_cpu_quota":
+            items = split_list(value) if isinstance(value, str) else list(value)
+            return [float(v) for v in items]
+        if key in ("duration", "warmup"):
+            return float(str(value).rstrip("s"))
+        if key == "http":
+            return str(value)
+        if key in ("repeat", "seed", "timeout", "priority", "ttfb"):
+            return int(str(value).rstrip("s"))
+        if key in ("server_cpus", "client_cpus"):
+            return parse_cpus(value) if isinstance(value, str) else tuple(int(v) for v in value)
+        if key in ("keepalive", "calibration"):
+            if isinstance(value, bool):
+                return value
+            return str(value).lower() in ("1", "true", "yes", "on")
+    except ValueError as exc:
+        raise KnobError(f"{key.upper()}={value!r}: {exc}") from None
+    return value
+
+
+def resolve(profile: str = "", env: dict | None = None, cli: dict | None = None) -> Knobs:
+    """Profile values, then environment knobs, then command-line knobs (non-empty wins)."""
+    env = os.environ if env is None else env
+    cli = cli or {}
+    profiles = load_profiles()
+    profile = profile or cli.get("PROFILE") or env.get("PROFILE") or "quick"
+    if profile not in profiles or profile == "defaults":
+        raise KnobError(f"unknown profile {profile!r}; profiles: {', '.join(profile_names())}")
+    values = dict(profiles["defaults"])
+    values.update(profiles[profile])
+    sources = dict.fromkeys(values, "profile")
+    servers_from_profile = "servers" in profiles[profile]
+    for layer_name, layer in (("env", env), ("cli", cli)):
+        for knob, key in KNOBS.items():
+            raw = layer.get(knob)
+            if raw is None or str(raw).strip() == "":
+                continue
+            values[key] = raw
+            sources[key] = layer_name
+            if key == "servers":
+                servers_from_profile = False
+    typed = {key: _convert(key, value) for key, value in values.items()}
+    server_default, client_default = default_cpus()
+    typed.setdefault("server_cpus", server_default)
+    typed.setdefault("client_cpus", client_default)
+    # auto: Docker when a daemon answers (decided when the run starts, loadtest/runner.py).
+    typed.setdefault("runner", "auto")
+    if "seed" not in typed:
+        typed["seed"] = random.SystemRandom().randrange(1, 2**31)
+        sources["seed"] = "random"
+    knobs = Knobs(
+        profile=profile,
+        servers_from_profile=servers_from_profile,
+        sources=sources,
+        **{k: v for k, v in typed.items() if k in Knobs.__dataclass_fields__ and k != "profile"},
+    )
+    validate(knobs)
+    return knobs
+
+
+def validate(knobs: Knobs) -> None:
+    unknown = [s for s in knobs.scenarios if s not in SCENARIOS]
+    if unknown or not knobs.scenarios:
+        raise KnobError(f"SCENARIOS: unknown {unknown or 'empty'}; use {', '.join(SCENARIOS)}")
+    if not knobs.connections or min(knobs.connections) < 1:
+        raise KnobError("CONNECTIONS must be a list of positive integers")
+    if knobs.runner not in RUNNERS:
+        raise KnobError(f"RUNNER={knobs.runner!r}: use one of {', '.join(RUNNERS)}")
+    if knobs.tool not in TOOLS:
+        raise KnobError(f"TOOL={knobs.tool!r}: use one of {', '.join(TOOLS)}")
+    if knobs.front not in FRONTS:
+        raise KnobError(f"FRONT={knobs.front!r}: use one of {', '.join(FRONTS)}")
+    if knobs.http not in HTTP_VERSIONS:
+        raise KnobError(f"HTTP={knobs.http!r}: use one of {', '.join(HTTP_VERSIONS)}")
+    if knobs.http != "2" and knobs.tool != "h2load":
+        raise KnobError("HTTP=1.1 chooses h2load's protocol: set TOOL=h2load")
+    if knobs.ttfb < 0:
+        raise KnobError(f"TTFB={knobs.ttfb}: a number of samples per case (0 = none)")
+    if not -20 <= knobs.priority <= 19:
+        raise KnobError(f"PRIORITY={knobs.priority}: a nice value, -20..19 (0 = unchanged)")
+    if knobs.duration <= 0 or knobs.warmup < 0 or knobs.repeat < 1 or knobs.timeout < 1:
+        raise KnobError("DURATION > 0, WARMUP >= 0, REPEAT >= 1 and TIMEOUT >= 1 are required")
+    for quota in knobs.server_cpu_quota:
+        if quota <= 0:
+            raise KnobError(f"SERVER_CPU_QUOTA={quota}: must be > 0 (CPUs, e.g. 0.25)")
+    for rate in knobs.rate:
+        try:
+            value = float(rate[:-1]) if rate.endswith("%") else float(rate)
+        except ValueError:
+            raise KnobError(
+                f"RATE={rate!r}: use requests/s (5000) or a share of the peak (50%)"
+            ) from None
+        if value <= 0:
+            raise KnobError(f"RATE={rate!r} must be positive")
+    if knobs.rate and knobs.tool != "oha":
+        raise KnobError("RATE is for open-loop runs: set TOOL=oha")
+    if knobs.server_memory:
+        try:
+            parse_memory(knobs.server_memory)
+        except ValueError as exc:
+            raise KnobError(f"SERVER_MEMORY: {exc}") from None
+    available = set(os.sched_getaffinity(0))
+    for cores in knobs.server_cores:
+        if not 1 <= cores <= len(available):
+            raise KnobError(f"SERVER_CORES: {cores} cores asked, {len(available)} available here")
+    for name, cpus in (("SERVER_CPUS", knobs.server_cpus), ("CLIENT_CPUS", knobs.client_cpus)):
+        missing = [c for c in cpus if c not in available]
+        if missing:
+            raise KnobError(f"{name}: CPUs {missing} not available here ({sorted(available)})")

@@ -1,0 +1,143 @@
+"""oha: constant-rate, open-loop latency (`cargo install --locked oha`).
+
+`oha --no-tui -q RATE -z DUR -c CONN --latency-correction --output-format json`
+sends requests on a fixed schedule whatever the server does, and with
+`--latency-correction` measures each latency from when the request *should*
+have been sent. A stalled server therefore shows up in the tail: these
+latencies are free of coordinated omission, unlike wrk's and ab's.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+from loadtest.core.manifest import REPO_ROOT
+from loadtest.measure.tools.base import PERCENTILES, LoadResult, LoadSpec, Tool, latency_key
+
+NOTE_OPEN = "open loop at a constant rate, latency corrected for coordinated omission"
+
+
+def cache_bin_dir() -> Path:
+    """Where scripts/install-oha.sh puts oha (outside the repository)."""
+    cache = os.environ.get("SERVERLAB_CACHE") or str(Path.home() / ".cache" / "serverlab")
+    return Path(cache) / "bin"
+
+
+class Oha(Tool):
+    name = "oha"
+    binary = "oha"
+
+    def path(self) -> str | None:
+        cached = cache_bin_dir() / "oha"
+        if cached.is_file() and os.access(cached, os.X_OK):
+            return str(cached)
+        return shutil.which(self.binary)
+
+    def version(self) -> str:
+        result = subprocess.run([self.path(), "--version"], capture_output=True, text=True)
+        return result.stdout.strip()
+
+    def command(self, spec: LoadSpec) -> list[str]:
+        command = [
+            self.binary,
+            "--no-tui",
+            "-z", f"{max(1, math.ceil(spec.duration))}s",
+            "-c", str(spec.connections),
+            "-t", f"{max(1, int(spec.timeout))}s",
+            "--output-format", "json",
+        ]  # fmt: skip
+        if spec.rate:
+            command += ["-q", f"{spec.rate:g}", "--latency-correction"]
+        for line in spec.header_lines():
+            command += ["-H", line]
+        if spec.ca_cert:
+            command += ["--cacert", spec.ca_cert]
+        command.append(spec.url)
+        return command
+
+    def parse(self, stdout: str, stderr: str, exit_code: int) -> LoadResult:
+        return parse_output(stdout, stderr, exit_code)
+
+
+# oha reports errors by message; map them onto the common kinds.
+ERROR_PATTERNS = (
+    ("timeout", ("timeout", "timed out")),
+    ("connect", ("connection refused", "connect", "dns", "no route")),
+    ("write", ("broken pipe", "write")),
+)
+# Requests still in flight when -z ends are cut off by oha itself: not the server's fault.
+DEADLINE_ABORT = "aborted due to deadline"
+
+
+def classify_error(message: str) -> str:
+    lowered = message.lower()
+    for kind, needles in ERROR_PATTERNS:
+        if any(needle in lowered for needle in needles):
+            return kind
+    return "read"  # connection reset, unexpected EOF, parse errors: the response side
+
+
+def parse_output(stdout: str, stderr: str = "", exit_code: int = 0) -> LoadResult:
+    result = LoadResult(tool="oha", notes=[NOTE_OPEN, "oha counts body bytes only"])
+    try:
+        data = json.loads(stdout)
+        summary = data["summary"]
+    except (json.JSONDecodeError, KeyError, TypeError):
+        result.ok = False
+        result.problem = (stderr.strip() or stdout.strip() or f"exit code {exit_code}")[:500]
+        return result
+    result.duration_s = summary.get("total") or 0.0
+    statuses = {str(code): int(n) for code, n in (data.get("statusCodeDistribution") or {}).items()}
+    result.status_counts = statuses
+    # oha's own requestsPerSec counts failed attempts too; count responses instead.
+    result.requests = sum(statuses.values())
+    result.bytes_total = int(summary.get("totalData") or 0)
+    if result.duration_s > 0:
+        result.rps = result.requests / result.duration_s
+        result.bytes_per_s = result.bytes_total / result.duration_s
+    for message, count in (data.get("errorDistribution") or {}).items():
+        if message == DEADLINE_ABORT:
+            result.notes.append(f"{count} request(s) in flight at the end of the run were cut off")
+            continue
+        result.errors[classify_error(message)] += int(count)
+    result.errors["non2xx"] = sum(n for code, n in statuses.items() if not code.startswith("2"))
+    percentiles = data.get("latencyPercentiles") or {}
+    if result.requests and summary.get("average") is not None:
+        curve = []
+        for key, seconds in percentiles.items():
+            if seconds is not None and key.startswith("p"):
+                curve.append([float(key[1:]), seconds * 1000])
+        curve.sort()
+        result.latency_curve = curve
+        by_key = {
+            key: seconds * 1000 for key, seconds in percentiles.items() if seconds is not None
+        }
+        result.latency_ms = {
+            "mean": summary["average"] * 1000,
+            "stdev": None,  # oha's JSON has no latency standard deviation
+            "min": (summary.get("fastest") or 0) * 1000,
+            "max": (summary.get("slowest") or 0) * 1000,
+            **{latency_key(p): by_key.get(latency_key(p)) for p in PERCENTILES},
+        }
+    if result.requests == 0:
+        worst = max(result.errors, key=result.errors.get)
+        count = result.errors[worst]
+        result.problem = f"no responses ({count} {worst} errors)" if count else "no responses"
+    return result
+
+
+def install_oha(say=print) -> bool:
+    """oha is built from crates.io once (about 9 minutes on 2 cores) into a cache folder."""
+    say(
+        "oha is not installed: building it once with scripts/install-oha.sh "
+        "(about 9 minutes on 2 cores; cached outside the repository)"
+    )
+    result = subprocess.run(["bash", str(REPO_ROOT / "scripts" / "install-oha.sh")])
+    if result.returncode != 0:
+        say("scripts/install-oha.sh failed")
+    return result.returncode == 0

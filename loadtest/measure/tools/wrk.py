@@ -1,0 +1,109 @@
+"""wrk: closed-loop throughput (Debian package `wrk`).
+
+wrk keeps a fixed number of connections busy: each sends its next request as
+soon as the previous answer arrives. That measures the server's peak rate,
+but its latency suffers from coordinated omission (a stalled server also
+stalls the load), so wrk latencies understate the tail; oha's open-loop
+runs do not. Every report that shows wrk latencies says so.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+from pathlib import Path
+
+from loadtest.measure.tools.base import (
+    ERROR_KINDS,
+    PERCENTILES,
+    LoadResult,
+    LoadSpec,
+    Tool,
+    latency_key,
+)
+
+LUA_SCRIPT = Path(__file__).with_name("wrk_report.lua")
+MARKER = "SERVERLAB_WRK_JSON "
+NOTE_CO = "closed loop: wrk latency is subject to coordinated omission (tail understated)"
+
+
+class Wrk(Tool):
+    name = "wrk"
+    binary = "wrk"
+
+    def version(self) -> str:
+        # `wrk -v` prints the version line and usage, then exits non-zero.
+        result = subprocess.run([self.path(), "-v"], capture_output=True, text=True)
+        return (result.stdout or result.stderr).splitlines()[0].strip()
+
+    def threads(self, spec: LoadSpec) -> int:
+        return max(1, min(spec.threads, spec.connections))  # wrk needs c >= t
+
+    def usable_cores(self, spec: LoadSpec) -> int:
+        return min(super().usable_cores(spec), self.threads(spec))
+
+    def command(self, spec: LoadSpec) -> list[str]:
+        threads = self.threads(spec)
+        return [
+            self.binary,
+            "-t", str(threads),
+            "-c", str(spec.connections),
+            "-d", f"{max(1, math.ceil(spec.duration))}s",
+            # wrk parses --timeout as whole seconds ("0.5" would become 0).
+            "--timeout", f"{max(1, int(spec.timeout))}s",
+            "-s", str(LUA_SCRIPT),
+            *[arg for line in spec.header_lines() for arg in ("-H", line)],
+            spec.url,
+        ]  # fmt: skip
+
+    def parse(self, stdout: str, stderr: str, exit_code: int) -> LoadResult:
+        return parse_output(stdout, stderr, exit_code)
+
+
+def parse_output(stdout: str, stderr: str = "", exit_code: int = 0) -> LoadResult:
+    result = LoadResult(tool="wrk", notes=[NOTE_CO])
+    line = next((ln for ln in stdout.splitlines() if ln.startswith(MARKER)), None)
+    if line is None:
+        result.ok = False
+        result.problem = (stderr.strip() or stdout.strip() or f"exit code {exit_code}")[:500]
+        return result
+    data = json.loads(line[len(MARKER) :])
+    result.duration_s = data["duration_us"] / 1e6
+    result.requests = data["requests"]
+    result.bytes_total = data["bytes"]
+    if result.duration_s > 0:
+        result.rps = result.requests / result.duration_s
+        result.bytes_per_s = result.bytes_total / result.duration_s
+    errors = data["errors"]
+    # wrk counts responses with status > 399 as "status" errors; 3xx pass.
+    result.errors = {
+        "connect": errors["connect"],
+        "read": errors["read"],
+        "write": errors["write"],
+        "timeout": errors["timeout"],
+        "non2xx": errors["status"],
+    }
+    assert set(result.errors) == set(ERROR_KINDS)
+    latency = data["latency_us"]
+    if latency:
+        curve = [[p, ms / 1000] for p, ms in data["percentiles_us"]]
+        result.latency_curve = curve
+        by_percent = dict((p, v) for p, v in curve)
+        result.latency_ms = {
+            "mean": latency["mean"] / 1000,
+            "stdev": latency["stdev"] / 1000,
+            "min": latency["min"] / 1000,
+            "max": latency["max"] / 1000,
+            **{latency_key(p): by_percent.get(p) for p in PERCENTILES},
+        }
+    if result.requests == 0:
+        result.problem = describe_no_responses(result.errors)
+    return result
+
+
+def describe_no_responses(errors: dict) -> str:
+    worst = max(errors, key=errors.get)
+    if errors[worst] == 0:
+        return "no responses"
+    return f"no responses ({errors[worst]} {worst} errors)"

@@ -1,0 +1,53 @@
+"""Which runner runs the stacks: RUNNER=auto|native|docker, and the runner itself."""
+
+from __future__ import annotations
+
+from loadtest.core.runner import RUNNERS, Runner, RunnerUnavailable
+from loadtest.runners.docker import (
+    LOADGEN_TOOL_VERSIONS,
+    DockerRunner,
+    compose_problem,
+    daemon_problem,
+)
+from loadtest.runners.native import NativeRunner
+
+
+def docker_problem() -> str | None:
+    """None when the Docker runner can work here (a daemon answers, Compose v2), else why not."""
+    return daemon_problem() or compose_problem()
+
+
+def choose_runner(
+    requested: str, probe=docker_problem, tools: list[str] | tuple[str, ...] = ()
+) -> tuple[str, str]:
+    """The runner for RUNNER=auto|native|docker and why: ("docker"|"native", reason).
+
+    auto: Docker when a daemon answers and Compose v2 is present, else native;
+    also native when one of the load `tools` is not in the loadgen image (a
+    run the host can do is not failed for that). A forced RUNNER=docker
+    without Docker raises RunnerUnavailable with the reason. `probe` returns
+    None when Docker is usable, else what is missing.
+    """
+    if requested not in RUNNERS:
+        raise RunnerUnavailable(f"RUNNER={requested}: use {', '.join(RUNNERS)}")
+    if requested == "native":
+        return "native", "RUNNER=native"
+    host_only = [tool for tool in tools if tool not in LOADGEN_TOOL_VERSIONS]
+    if requested == "auto" and host_only:
+        return "native", f"{', '.join(host_only)} runs on the host only (not in the loadgen image)"
+    problem = probe()
+    if requested == "docker":
+        if problem:
+            raise RunnerUnavailable(f"RUNNER=docker, but {problem}")
+        return "docker", "RUNNER=docker"
+    if problem:
+        return "native", f"{problem}; RUNNER=docker to insist"
+    return "docker", "a Docker daemon answers and Compose v2 is present; RUNNER=native to avoid it"
+
+
+def get_runner(name: str) -> Runner:
+    if name == "native":
+        return NativeRunner()
+    if name == "docker":
+        return DockerRunner()
+    raise ValueError(f"unknown runner {name!r}: use native or docker")

@@ -1,0 +1,200 @@
+"""Native runner: build and run a stack on the host from its manifest.
+
+Build and run commands come from the manifest's [native] table and run in
+bash with the stack's folder as working directory. Servers are pinned to the
+server cores with taskset and optionally placed in a cgroup for CPU quota and
+memory limits.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+from loadtest.core.errors import StepError
+from loadtest.core.manifest import CALENDAR_FILE, REPO_ROOT, REPO_SERVERS_DIR, Manifest, load
+from loadtest.core.runner import Limits
+from loadtest.host.cgroups import CgroupLimits, LimitsUnavailable
+from loadtest.host.ports import port_in_use
+from loadtest.host.process import ProcessGroupServer, spawn_group, tail
+from loadtest.host.tls import DEFAULT_FOLDER as DEFAULT_TLS_FOLDER
+from loadtest.host.tls import TlsFiles, self_signed
+from loadtest.runners.lifecycle import require, running
+from loadtest.runners.supply_chain import resolved_dependencies
+
+SHARED_DIR = REPO_SERVERS_DIR / "_shared"
+STATIC_SITE_DIR = REPO_ROOT / "contracts" / "static"
+# Generated folders that must not trigger a rebuild.
+IGNORED_DIRS = {"target", "__pycache__", ".pytest_cache", "node_modules", "bin", "obj"}
+BUILD_TIMEOUT_S = 900
+
+
+def base_env(manifest: Manifest) -> dict:
+    env = dict(os.environ)
+    env.update(
+        REPO_ROOT=str(REPO_ROOT),
+        BUILD_DIR=str(manifest.build_dir),
+        WORKDAY_CALENDAR=str(CALENDAR_FILE),
+        PYTHONUNBUFFERED="1",
+    )
+    env.update(manifest.env)  # a [[variant]]'s settings, e.g. STATIC_CONFIG=stock
+    return env
+
+
+def source_digest(manifest: Manifest) -> str:
+    """Hash of everything a native build reads: the stack's folder and _shared/
+    (and, for a static stack, the site it serves)."""
+    digest = hashlib.sha256(manifest.native["build"].encode())
+    roots = [manifest.folder, SHARED_DIR]
+    if manifest.contract == "static":
+        roots.append(STATIC_SITE_DIR)
+    for root in roots:
+        for path in sorted(root.rglob("*")):
+            if not path.is_file() or IGNORED_DIRS.intersection(path.relative_to(root).parts):
+                continue
+            digest.update(str(path.relative_to(root)).encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+class NativeRunner:
+    """Builds and starts stacks on this host.
+
+    `tls_folder`: where a `tls = true` stack's self-signed certificate is
+    made (`make bench` sets it to the run's results folder); the stack gets
+    TLS_CERT/TLS_KEY and the server object its `tls_cert`.
+    """
+
+    name = "native"
+
+    def __init__(self, tls_folder: Path = DEFAULT_TLS_FOLDER) -> None:
+        self.tls_folder = Path(tls_folder)
+
+    def unavailable_reason(self, manifest: Manifest) -> str | None:
+        missing = [tool for tool in manifest.native["requires"] if not shutil.which(tool)]
+        if missing:
+            return f"toolchain not found: {', '.join(missing)}"
+        return None
+
+    def build(self, manifest: Manifest) -> bool:
+        manifest.build_dir.mkdir(parents=True, exist_ok=True)
+        stamp = manifest.build_dir / ".build-stamp"
+        digest = source_digest(manifest)
+        if stamp.is_file() and stamp.read_text() == digest:
+            return False
+        log = manifest.build_dir / "build.log"
+        with log.open("w") as out:
+            try:
+                result = subprocess.run(
+                    ["bash", "-euo", "pipefail", "-c", manifest.native["build"]],
+                    cwd=manifest.folder,
+                    env=base_env(manifest),
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    timeout=BUILD_TIMEOUT_S,
+                )
+            except subprocess.TimeoutExpired:
+                raise StepError(
+                    manifest.name, "build", f"timed out after {BUILD_TIMEOUT_S} s", tail(log)
+                ) from None
+        if result.returncode != 0:
+            raise StepError(
+                manifest.name, "build", f"exit code {result.returncode} (log: {log})", tail(log)
+            )
+        stamp.write_text(digest)
+        return True
+
+    def start(self, manifest: Manifest, limits: Limits, port: int | None = None) -> NativeServer:
+        tls = self_signed(self.tls_folder) if manifest.tls else None
+        return NativeServer(manifest, limits, port or manifest.port, tls)
+
+    def dependencies(self, manifest: Manifest) -> list[str]:
+        """What the built stack runs with (pip freeze, go list -m all, Maven's list).
+
+        Raises StepError (step "dependencies") when the list cannot be read.
+        """
+
+        return resolved_dependencies(manifest)
+
+    def versions(self, manifest: Manifest) -> dict:
+        result = subprocess.run(
+            ["bash", "-c", manifest.native["version"]],
+            cwd=manifest.folder,
+            env=base_env(manifest),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        text = (result.stdout or result.stderr).strip().splitlines()
+        return {"runtime_native": text[0] if text else "unknown"}
+
+
+class NativeServer(ProcessGroupServer):
+    """One running stack: its process group, its log and its limits."""
+
+    def __init__(
+        self, manifest: Manifest, limits: Limits, port: int, tls: TlsFiles | None = None
+    ) -> None:
+        self.manifest = manifest
+        self.name = manifest.name
+        self.port = port
+        self.tls = tls
+        # The certificate every client of this server trusts; None for plain HTTP.
+        self.tls_cert: Path | None = tls.cert if tls else None
+        self.base_url = f"{'https' if tls else 'http'}://127.0.0.1:{port}"
+        self.log_path = manifest.build_dir / "server.log"
+        if port_in_use(port):
+            raise StepError(
+                manifest.name,
+                "start",
+                f"port {port} is already in use on 127.0.0.1; stop whatever listens there "
+                f"(e.g. `ss -ltnp 'sport = :{port}'`)",
+            )
+        self.cgroup = CgroupLimits(
+            f"serverlab-{manifest.name}-{os.getpid()}", limits.cpu_quota, limits.memory
+        )
+        try:
+            self.cgroup.create()
+        except LimitsUnavailable as exc:
+            raise StepError(manifest.name, "start", str(exc)) from None
+        self.process = self._spawn(limits)
+
+    def _spawn(self, limits: Limits) -> subprocess.Popen:
+        env = base_env(self.manifest)
+        env.update(PORT=str(self.port), HOST="127.0.0.1", **limits.extra_env)
+        if self.tls:
+            env.update(self.tls.env())
+        workers = limits.workers()
+        if workers:
+            env["WORKERS"] = str(workers)
+        return spawn_group(
+            ["bash", "-c", self.manifest.native["run"]],
+            cwd=self.manifest.folder,
+            env=env,
+            log_path=self.log_path,
+            cpus=limits.cpus,
+            cgroup=self.cgroup,
+        )
+
+    def _release(self) -> None:
+        self.cgroup.remove()
+
+    def __enter__(self) -> NativeServer:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.kill()
+
+
+@contextlib.contextmanager
+def running_stack(name: str, limits: Limits | None = None, port: int | None = None):
+    """Build and start a stack for a test; yields the ready server, then stops it."""
+    runner = NativeRunner()
+    manifest = load(name)
+    require(runner, manifest)
+    with running(runner, manifest, limits, port, say=lambda text: None) as up:
+        yield up.server

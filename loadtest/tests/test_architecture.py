@@ -1,0 +1,121 @@
+"""The harness keeps its shape: layers that import downwards only, small modules and classes.
+
+docs/architecture.md draws the layers; this test holds the code to them, read
+from the source with `ast` (nothing is imported or run):
+
+- a module of a layer imports only from its own layer or the layers below;
+- every import sits at the top of its file (a `TYPE_CHECKING` block counts
+  as the top; `LAZY_IMPORTS` would list one made later on purpose, with why);
+- no module is longer than MAX_MODULE_LINES, no class than MAX_CLASS_LINES.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1]
+# Lowest first. `cli.py`, `__main__.py` and `testing.py` (helpers for the stacks'
+# own tests) sit on top with the commands.
+LAYERS = ("core", "host", "measure", "runners", "bench", "report", "commands")
+TOP_MODULES = ("cli", "__main__", "testing")
+MAX_MODULE_LINES = 700
+MAX_CLASS_LINES = 400
+# (module, imported module): imports made inside a function on purpose.
+LAZY_IMPORTS: set[tuple[str, str]] = set()
+
+
+def modules() -> dict[str, Path]:
+    found = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        relative = path.relative_to(PACKAGE.parent).with_suffix("")
+        if "tests" in relative.parts:
+            continue
+        parts = list(relative.parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        found[".".join(parts)] = path
+    return found
+
+
+def layer_of(module: str) -> int:
+    parts = module.split(".")
+    if len(parts) == 1 or parts[1] in TOP_MODULES:
+        return len(LAYERS)
+    return LAYERS.index(parts[1])
+
+
+def imports(path: Path, module: str) -> list[tuple[str, int, bool]]:
+    """(imported module, line, at the top?) for every import of the file."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    top_level = set()
+    for node in tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            top_level.add(id(node))
+        elif isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            top_level.update(id(child) for child in node.body)
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            # `from loadtest.runners import docker` imports the module loadtest.runners.docker
+            names = [f"{base}.{alias.name}" for alias in node.names] + [base]
+        else:
+            continue
+        found.extend((name, node.lineno, id(node) in top_level) for name in names)
+    return found
+
+
+def known(name: str, all_modules: dict[str, Path]) -> str | None:
+    """The harness module `name` refers to, or None for the standard library and others."""
+    while name:
+        if name in all_modules:
+            return name
+        name = name.rpartition(".")[0]
+    return None
+
+
+ALL = modules()
+
+
+@pytest.mark.parametrize("module", sorted(ALL))
+def test_a_module_imports_only_from_its_layer_or_below(module):
+    upward = []
+    for name, line, _ in imports(ALL[module], module):
+        target = known(name, ALL)
+        if target and target != "loadtest" and layer_of(target) > layer_of(module):
+            upward.append(f"line {line}: {target} ({LAYERS[layer_of(target)]})")
+    assert not upward, f"{module} imports from a higher layer: {sorted(set(upward))}"
+
+
+@pytest.mark.parametrize("module", sorted(ALL))
+def test_every_import_is_at_the_top_of_its_file(module):
+    inside = [
+        f"line {line}: {name}"
+        for name, line, at_top in imports(ALL[module], module)
+        if not at_top and (module, name) not in LAZY_IMPORTS
+    ]
+    assert not inside, f"{module} imports inside a function: {sorted(set(inside))}"
+
+
+@pytest.mark.parametrize("module", sorted(ALL))
+def test_modules_and_classes_stay_small(module):
+    path = ALL[module]
+    lines = len(path.read_text().splitlines())
+    assert lines <= MAX_MODULE_LINES, f"{path.name}: {lines} lines"
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ClassDef):
+            size = node.end_lineno - node.lineno + 1
+            assert size <= MAX_CLASS_LINES, f"{module}.{node.name}: {size} lines"
+
+
+def test_every_layer_has_its_folder():
+    assert all((PACKAGE / layer).is_dir() for layer in LAYERS)
