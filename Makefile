@@ -108,34 +108,34 @@ lab: bootstrap ## Run a teaching lab's measurements and print where its report i
 
 .PHONY: build
 build: bootstrap ## Build stack images (and the loadgen) with docker compose: make build [SERVERS=gin,sanic]
-	@$(PY) -m loadtest.docker build $(call knob,SERVERS,servers)
+	@$(PY) -m loadtest docker build $(call knob,SERVERS,servers)
 
 .PHONY: up
 up: bootstrap ## Start one stack's container with the limits knobs: make up SERVER=gin [SERVER_CPUS=0]
 	@test -n "$(SERVER)" || { echo "usage: make up SERVER=<name>  (make list shows the names)"; exit 2; }
-	@$(PY) -m loadtest.docker up '$(SERVER)' $(call knob,SERVER_CPUS,server-cpus) \
+	@$(PY) -m loadtest docker up '$(SERVER)' $(call knob,SERVER_CPUS,server-cpus) \
 		$(call knob,SERVER_CPU_QUOTA,server-cpu-quota) $(call knob,SERVER_MEMORY,server-memory)
 
 .PHONY: down
 down: bootstrap ## Stop and remove every serverlab container
-	@$(PY) -m loadtest.docker down
+	@$(PY) -m loadtest docker down
 
 .PHONY: logs
 logs: bootstrap ## Show a stack container's output: make logs SERVER=gin
 	@test -n "$(SERVER)" || { echo "usage: make logs SERVER=<name>"; exit 2; }
-	@$(PY) -m loadtest.docker logs '$(SERVER)'
+	@$(PY) -m loadtest docker logs '$(SERVER)'
 
 .PHONY: compose
 compose: bootstrap ## Regenerate docker-compose.yml from the manifests (commit the result)
-	@$(PY) -m loadtest.compose
+	@$(PY) -m loadtest docker compose
 
 .PHONY: docker-lint
 docker-lint: bootstrap ## hadolint every Dockerfile and validate docker-compose.yml with Compose v2
-	@$(PY) -m loadtest.docker lint
+	@$(PY) -m loadtest docker lint
 
 .PHONY: docker-smoke
 docker-smoke: bootstrap ## Real images on local stand-ins, conformance and a smoke bench in containers: make docker-smoke [SERVERS=a,b|all]
-	@$(PY) -m loadtest.docker smoke $(call knob,SERVERS,servers)
+	@$(PY) -m loadtest docker smoke $(call knob,SERVERS,servers)
 
 .PHONY: calendar
 calendar: bootstrap ## Regenerate contracts/calendar from exchange-calendars (XSHG)

@@ -89,7 +89,7 @@ DOCKER_SMOKE_START_BUDGET_S=${DOCKER_SMOKE_START_BUDGET_S:-3300}
 if ((SECONDS > DOCKER_SMOKE_START_BUDGET_S)); then
   skip docker-smoke "time budget: ${SECONDS} s used, more than ${DOCKER_SMOKE_START_BUDGET_S} s before it"
 else
-  stage docker-smoke "$PY" -m loadtest.docker smoke
+  stage docker-smoke "$PY" -m loadtest docker smoke
 fi
 
 echo

@@ -431,3 +431,22 @@ class Client:
 
     def get(self, target: str, headers: tuple = ()) -> Response:
         return self.request("GET", target, headers)
+
+
+def status_and_fields(head: bytes) -> tuple[int, dict[str, str]]:
+    """A lenient read of a response head (without its CRLFCRLF): the status and the
+    fields, names lower-cased, the last of a repeated name winning.
+
+    For the harness's own probes (response sizes, hostile input), which must
+    read what a server sends rather than judge it; `parse_head` judges.
+    """
+    lines = head.decode("latin-1").split("\r\n")
+    try:
+        status = int(lines[0].split(" ", 2)[1])
+    except (IndexError, ValueError):
+        raise ValueError(f"malformed status line {lines[0][:80]!r}") from None
+    fields = {}
+    for line in lines[1:]:
+        name, _, value = line.partition(":")
+        fields[name.strip().lower()] = value.strip()
+    return status, fields

@@ -25,8 +25,8 @@ import pytest
 from contracts.conformance import static
 from contracts.conformance.runner import ServerUnreachable, UsageError
 from contracts.tests.conftest import REPO_ROOT
-from loadtest.ports import free_port
-from loadtest.tls import self_signed
+from loadtest.host.ports import free_port
+from loadtest.host.tls import self_signed
 
 STACK = REPO_ROOT / "servers" / "nginx-static"
 SCRATCH = REPO_ROOT / ".build" / "tests"

@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 from loadtest import testing
-from loadtest.manifest import load
-from loadtest.native import NativeRunner, base_env, running_stack
-from loadtest.runner import Limits
+from loadtest.core.manifest import load
+from loadtest.core.runner import Limits
+from loadtest.runners.native import NativeRunner, base_env, running_stack
 from loadtest.testing import INPUTS, free_port
 
 SERVERS = Path(__file__).resolve().parents[2]

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from loadtest import testing
-from loadtest.manifest import load
-from loadtest.native import running_stack
-from loadtest.runner import Limits
+from loadtest.core.manifest import load
+from loadtest.core.runner import Limits
+from loadtest.runners.native import running_stack
 from loadtest.testing import INPUTS, free_port
 
 STACK = Path(__file__).resolve().parent.parent

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from loadtest.manifest import load
-from loadtest.native import running_stack
-from loadtest.runner import Limits
+from loadtest.core.manifest import load
+from loadtest.core.runner import Limits
+from loadtest.runners.native import running_stack
 from loadtest.testing import AT_ERROR, WORKDAY, free_port
 
 STACK = Path(__file__).resolve().parent.parent
