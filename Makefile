@@ -87,9 +87,10 @@ hostile: bootstrap ## Hostile input (schemathesis, raw-socket cases) against eac
 	@$(HARNESS) hostile $(call knob,SERVERS,servers) $(call knob,SEED,seed)
 
 .PHONY: soak
-soak: bootstrap ## Constant rate at 70% of the peak; fails on errors or RSS growth: make soak SERVER=gin [DURATION=10m]
+soak: bootstrap ## Constant rate at 70% of the peak; fails on errors or RSS growth: make soak SERVER=gin [DURATION=10m] [SERVER_CPUS=0 CLIENT_CPUS=1]
 	@test -n "$(SERVER)" || { echo "usage: make soak SERVER=<name> [DURATION=10m]  (make list shows the names)"; exit 2; }
-	@$(HARNESS) soak --servers '$(SERVER)' --duration '$(or $(strip $(DURATION)),10m)'
+	@$(HARNESS) soak --servers '$(SERVER)' --duration '$(or $(strip $(DURATION)),10m)' \
+		$(call knob,SERVER_CPUS,server-cpus) $(call knob,CLIENT_CPUS,client-cpus)
 
 .PHONY: report
 report: bootstrap ## Regenerate tables, charts and report.html of a run: make report RUN=<id>

@@ -28,7 +28,7 @@ import sys
 from pathlib import Path
 
 from loadtest.core.errors import StepError
-from loadtest.core.knobs import default_cpus
+from loadtest.core.knobs import KnobError, default_cpus, parse_cpus
 from loadtest.core.manifest import REPO_ROOT, Manifest, load_all, stack_list
 from loadtest.core.runner import Limits
 from loadtest.core.verdict import WARMUP_WINDOW_S
@@ -79,14 +79,20 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--servers", required=True, help="stack name(s), comma-separated")
     parser.add_argument("--duration", default="10m", help="e.g. 30s, 10m (default 10m)")
     parser.add_argument("--output", type=Path, default=OUTPUT_DIR, help="folder for the JSON")
+    parser.add_argument("--server-cpus", help="server cores, e.g. 0 (default: the first half)")
+    parser.add_argument("--client-cpus", help="load tool cores, e.g. 1 (default: the rest)")
     parser.set_defaults(func=cmd_soak)
 
 
 def cmd_soak(args: argparse.Namespace) -> int:
-
+    server_default, client_default = default_cpus()
     try:
         duration = parse_duration(args.duration)
-    except ValueError as exc:
+        cores = (
+            parse_cpus(args.server_cpus) if args.server_cpus else server_default,
+            parse_cpus(args.client_cpus) if args.client_cpus else client_default,
+        )
+    except (ValueError, KnobError) as exc:
         print(f"soak: {exc}", file=sys.stderr)
         return 2
     if duration < 10:
@@ -105,7 +111,7 @@ def cmd_soak(args: argparse.Namespace) -> int:
     interrupted = False
     try:
         for manifest in load_all(stack_list(args.servers)):
-            results.append(soak_stack(runner, manifest, duration, args.output))
+            results.append(soak_stack(runner, manifest, duration, args.output, cores))
     except KeyboardInterrupt:  # the running stack was stopped; report the finished ones
         interrupted = True
         print(f"soak: interrupted; reporting the {len(results)} stack(s) already done")
@@ -122,7 +128,8 @@ def cmd_soak(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-def soak_stack(runner, manifest: Manifest, duration: float, out_dir: Path) -> dict:
+def soak_stack(runner, manifest: Manifest, duration: float, out_dir: Path, cores) -> dict:
+    """One stack soaked on `cores` = (server cores, client cores); its result record."""
     say = lambda text: print(f"[{manifest.name}] {text}", flush=True)  # noqa: E731
     result = {"stack": manifest.name, "status": "failed", "reason": "", "duration_s": duration}
     reason = runner.unavailable_reason(manifest)
@@ -130,7 +137,7 @@ def soak_stack(runner, manifest: Manifest, duration: float, out_dir: Path) -> di
         say(f"SKIPPED: {reason}")
         result.update(status="skipped", reason=reason)
         return result
-    server_cpus, client_cpus = default_cpus()
+    server_cpus, client_cpus = cores
     result.update(server_cpus=list(server_cpus), client_cpus=list(client_cpus))
     raw = out_dir / manifest.name
     try:
