@@ -24,7 +24,6 @@ version actually inside (which can differ from the tag; see docs/docker.md)
 and a recipe digest: an image whose recipe is unchanged is not rebuilt.
 
   python3 docker/standins/standins.py ensure IMAGE...    # build if needed, print JSON map
-  python3 docker/standins/standins.py ensure --dockerfiles servers/*/Dockerfile
   python3 docker/standins/standins.py list               # stand-ins present here
 """
 
@@ -33,7 +32,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import fcntl
-import glob
 import hashlib
 import json
 import os
@@ -490,35 +488,11 @@ def build_lock():
         yield
 
 
-# ---------------------------------------------------------------- Dockerfile ARGs
-
-
-ARG_LINE = re.compile(r"^\s*ARG\s+([A-Za-z_][A-Za-z0-9_]*)=(\S+)\s*$")
-FROM_LINE = re.compile(r"^\s*FROM\s", re.IGNORECASE)
-
-
-def base_image_args(dockerfile: Path) -> dict[str, str]:
-    """Global `ARG NAME=image:tag` lines (before the first FROM) that FROM lines use."""
-    args: dict[str, str] = {}
-    lines = dockerfile.read_text().splitlines()
-    for line in lines:
-        if FROM_LINE.match(line):
-            break
-        match = ARG_LINE.match(line)
-        if match:
-            args[match.group(1)] = match.group(2).strip("\"'")
-    used = "\n".join(line for line in lines if FROM_LINE.match(line))
-    return {k: v for k, v in args.items() if f"${{{k}}}" in used or f"${k}" in used}
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     ens = sub.add_parser("ensure", help="build stand-ins if needed; print {official: stand-in}")
     ens.add_argument("images", nargs="*")
-    ens.add_argument(
-        "--dockerfiles", nargs="*", default=[], help="use these Dockerfiles' base-image ARGs"
-    )
     ens.add_argument("--force", action="store_true", help="rebuild even when up to date")
     sub.add_parser("list", help="stand-ins present in the local image store")
     args = parser.parse_args(argv)
@@ -528,9 +502,6 @@ def main(argv: list[str] | None = None) -> int:
              "--format", "{{.Repository}}:{{.Tag}}\t{{.Size}}\t{{.CreatedSince}}"])  # fmt: skip
         return 0
     wanted = list(args.images)
-    for pattern in args.dockerfiles:
-        for path in glob.glob(pattern) or [pattern]:
-            wanted.extend(base_image_args(Path(path)).values())
     mapping = {}
     try:
         with build_lock():

@@ -29,6 +29,7 @@ from contracts.conformance import ServerUnreachable, run_checks
 from loadtest.commands import hostile_cases as cases
 from loadtest.core.errors import StepError
 from loadtest.core.manifest import REPO_ROOT, Manifest, load_all, stack_list
+from loadtest.core.outcomes import skipped_banner, tally
 from loadtest.host.ports import port_or_free
 from loadtest.measure.metrics import tree_rss
 from loadtest.runners.conformance import apply_known_failures
@@ -203,14 +204,9 @@ def finish(reports: list[StackReport]) -> int:
         print(f"FAILED {r.stack}: {r.reason or ', '.join(bad)}")
         for row in bad:
             print(f"    {row}: {r.rows[row]['detail'][:300]}")
-    if skipped:
-        print("!" * 72)
-        print(f"!! SKIPPED {len(skipped)} stack(s), toolchain missing on this machine:")
-        for r in skipped:
-            print(f"!!   {r.stack}: {r.reason}")
-        print("!" * 72)
-    passed = len(reports) - len(failed) - len(skipped)
-    print(f"hostile: {passed} passed, {len(failed)} failed, {len(skipped)} skipped")
+    for line in skipped_banner([(r.stack, r.reason) for r in skipped]):
+        print(line)
+    print(tally("hostile", len(reports), len(failed), len(skipped)))
     return 1 if failed else 0
 
 

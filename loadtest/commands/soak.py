@@ -30,6 +30,7 @@ from pathlib import Path
 from loadtest.core.errors import StepError
 from loadtest.core.knobs import KnobError, default_cpus, parse_cpus
 from loadtest.core.manifest import REPO_ROOT, Manifest, load_all, stack_list
+from loadtest.core.outcomes import skipped_banner, tally
 from loadtest.core.runner import Limits
 from loadtest.core.verdict import WARMUP_WINDOW_S
 from loadtest.host.ports import port_or_free
@@ -119,10 +120,9 @@ def cmd_soak(args: argparse.Namespace) -> int:
     print(summary(results))
     failed = [r for r in results if r["status"] == "failed"]
     skipped = [r for r in results if r["status"] == "skipped"]
-    for r in skipped:
-        print(f"SKIPPED {r['stack']}: {r['reason']}")
-    print(f"soak: {len(results) - len(failed) - len(skipped)} passed, {len(failed)} failed, "
-          f"{len(skipped)} skipped")  # fmt: skip
+    for line in skipped_banner([(r["stack"], r["reason"]) for r in skipped]):
+        print(line)
+    print(tally("soak", len(results), len(failed), len(skipped)))
     if interrupted:
         return 130
     return 1 if failed else 0

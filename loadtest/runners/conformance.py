@@ -16,6 +16,7 @@ from pathlib import Path
 
 from loadtest.core.errors import StepError
 from loadtest.core.manifest import REPO_ROOT, Manifest
+from loadtest.core.outcomes import skipped_banner, tally
 from loadtest.core.runner import Runner
 from loadtest.runners.lifecycle import running
 
@@ -178,16 +179,11 @@ def check_all(runner: Runner, manifests: list[Manifest]) -> int:
     write_outcomes(outcomes)
     print()
     print(summary_table(outcomes))
-    skipped = [o for o in outcomes if o.status == "skipped"]
+    skipped = [(o.stack, o.reason) for o in outcomes if o.status == "skipped"]
     failed = [o for o in outcomes if o.status == "failed"]
     if skipped:
         print()
-        print("!" * 72)
-        print(f"!! SKIPPED {len(skipped)} stack(s), toolchain missing on this machine:")
-        for o in skipped:
-            print(f"!!   {o.stack}: {o.reason}")
-        print("!" * 72)
-    passed = len(outcomes) - len(skipped) - len(failed)
+        print("\n".join(skipped_banner(skipped)))
     print()
-    print(f"check: {passed} passed, {len(failed)} failed, {len(skipped)} skipped")
+    print(tally("check", len(outcomes), len(failed), len(skipped)))
     return 1 if failed else 0
