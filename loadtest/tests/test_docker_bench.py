@@ -14,23 +14,15 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from loadtest.bench.results import read_records
 from loadtest.core.knobs import parse_cpus
 from loadtest.runners import calibration
 from loadtest.runners.choose import choose_runner
 from loadtest.runners.docker import compose_problem, daemon_problem, docker, image_id
+from loadtest.tests.docker_support import need
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-REQUIRED = os.environ.get("SERVERLAB_DOCKER_TESTS") == "1"
 
-
-def need(problem: str | None) -> None:
-    if problem:
-        if REQUIRED:
-            pytest.fail(problem)
-        pytest.skip(problem)
 
 
 def standins_present() -> bool:

@@ -20,27 +20,18 @@ from loadtest.core.runner import Limits
 from loadtest.runners.docker import (
     DockerRunner,
     LoadgenClient,
-    compose_problem,
-    daemon_problem,
     docker,
     free_port,
     image_id,
 )
+from loadtest.tests.docker_support import REQUIRED, listed_stacks, need_docker
 
-REQUIRED = os.environ.get("SERVERLAB_DOCKER_TESTS") == "1"
 MIN_NOFILE = 10_000
 
 
-def need_docker() -> None:
-    problem = daemon_problem() or compose_problem()
-    if problem:
-        if REQUIRED:
-            pytest.fail(problem)
-        pytest.skip(problem)
-
 
 def stacks_to_check() -> list[str]:
-    listed = [s for s in os.environ.get("SERVERLAB_DOCKER_STACKS", "").split(",") if s]
+    listed = listed_stacks()
     return listed or [n for n in manifests.stack_names() if image_id(f"serverlab/{n}")]
 
 

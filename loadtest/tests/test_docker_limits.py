@@ -24,30 +24,21 @@ from loadtest.core.runner import Limits
 from loadtest.measure.metrics import UsageSampler
 from loadtest.runners.docker import (
     DockerRunner,
-    compose_problem,
-    daemon_problem,
     docker,
     free_port,
     image_id,
 )
+from loadtest.tests.docker_support import REQUIRED, listed_stacks, need_docker
 
-REQUIRED = os.environ.get("SERVERLAB_DOCKER_TESTS") == "1"
 # Stacks that saturate any CPU share they get with little start-up cost.
 PREFERRED = ("go-nethttp", "gin", "bjoern", "sanic")
 MiB = 1024**2
 
 
-def need_docker() -> None:
-    problem = daemon_problem() or compose_problem()
-    if problem:
-        if REQUIRED:
-            pytest.fail(problem)
-        pytest.skip(problem)
-
 
 def built_stack() -> manifests.Manifest:
     """A stack whose image exists (SERVERLAB_DOCKER_STACKS first)."""
-    listed = [s for s in os.environ.get("SERVERLAB_DOCKER_STACKS", "").split(",") if s]
+    listed = listed_stacks()
     candidates = [s for s in PREFERRED if s in listed] + listed + list(PREFERRED)
     for name in dict.fromkeys(candidates):
         if name in manifests.stack_names() and image_id(f"serverlab/{name}"):

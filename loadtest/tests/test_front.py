@@ -8,6 +8,7 @@ the stop of both processes). Everything listens on free ports of 127.0.0.1.
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import os
@@ -30,7 +31,7 @@ from contracts.tests.reference_server import ReferenceServer
 from loadtest import cli
 from loadtest.core.errors import StepError
 from loadtest.core.knobs import KnobError, resolve
-from loadtest.core.manifest import REPO_ROOT, Manifest
+from loadtest.core.manifest import REPO_ROOT
 from loadtest.core.runner import Limits
 from loadtest.host import tls
 from loadtest.host.ports import free_port
@@ -38,6 +39,7 @@ from loadtest.host.process import CLEAN_EXIT_CODES, group_pids
 from loadtest.runners import front
 from loadtest.runners.conformance import check_stack
 from loadtest.runners.native import NativeRunner
+from loadtest.tests.stand_in_manifest import python_stand_in
 
 KINDS = [
     pytest.param(
@@ -104,6 +106,16 @@ def started_front(kind, server, folder, tls_files) -> front.Front:
     return proxy
 
 
+@contextlib.contextmanager
+def front_running(kind, server, folder, tls_files):
+    """A ready front for the block; stopped (cleanly) after it."""
+    proxy = started_front(kind, server, folder, tls_files)
+    try:
+        yield proxy
+    finally:
+        proxy.stop()
+
+
 def alpn(port: int, cert: Path, offered: list[str]) -> str | None:
     context = ssl.create_default_context(cafile=str(cert))
     context.set_alpn_protocols(offered)
@@ -117,20 +129,16 @@ def alpn(port: int, cert: Path, offered: list[str]) -> str | None:
 @pytest.mark.parametrize("kind", KINDS)
 def test_whole_contract_passes_over_tls_through_the_front(kind, counted_reference, folder,
                                                           tls_files):  # fmt: skip
-    proxy = started_front(kind, counted_reference, folder, tls_files)
-    try:
+    with front_running(kind, counted_reference, folder, tls_files) as proxy:
         report = run_checks(proxy.base_url, DISPLAY_NAME, tls_cert=tls_files.cert)
         assert report["failed"] == 0, [c for c in report["checks"] if not c["ok"]]
         assert report["passed"] > 90
         assert proxy.base_url.startswith("https://127.0.0.1:")
-    finally:
-        proxy.stop()
 
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_alpn_offers_h2_and_http11_still_works(kind, counted_reference, folder, tls_files):
-    proxy = started_front(kind, counted_reference, folder, tls_files)
-    try:
+    with front_running(kind, counted_reference, folder, tls_files) as proxy:
         assert alpn(proxy.port, tls_files.cert, ["h2", "http/1.1"]) == "h2"
         assert alpn(proxy.port, tls_files.cert, ["http/1.1"]) == "http/1.1"
         context = ssl.create_default_context(cafile=str(tls_files.cert))
@@ -143,15 +151,12 @@ def test_alpn_offers_h2_and_http11_still_works(kind, counted_reference, folder, 
         assert response.getheader("Content-Length") == "100000" and len(body) == 100_000
         assert response.getheader("Transfer-Encoding") is None
         connection.close()
-    finally:
-        proxy.stop()
 
 
 @pytest.mark.skipif(shutil.which("h2load") is None, reason="h2load (nghttp2-client) not installed")
 @pytest.mark.parametrize("kind", KINDS)
 def test_requests_over_http2_succeed(kind, counted_reference, folder, tls_files):
-    proxy = started_front(kind, counted_reference, folder, tls_files)
-    try:
+    with front_running(kind, counted_reference, folder, tls_files) as proxy:
         result = subprocess.run(
             ["h2load", "-n", "200", "-c", "2", "-m", "4", proxy.base_url + "/workday"],
             capture_output=True, text=True, timeout=60, check=False,
@@ -160,14 +165,11 @@ def test_requests_over_http2_succeed(kind, counted_reference, folder, tls_files)
         assert "Application protocol: h2" in result.stdout
         assert "200 succeeded, 0 failed, 0 errored" in result.stdout
         assert "status codes: 200 2xx" in result.stdout
-    finally:
-        proxy.stop()
 
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_connections_to_the_stack_are_kept_alive(kind, counted_reference, folder, tls_files):
-    proxy = started_front(kind, counted_reference, folder, tls_files)
-    try:
+    with front_running(kind, counted_reference, folder, tls_files) as proxy:
         before = len(counted_reference.accepted)
         context = ssl.create_default_context(cafile=str(tls_files.cert))
         # 100 requests on 10 client connections, one after the other.
@@ -183,8 +185,6 @@ def test_connections_to_the_stack_are_kept_alive(kind, counted_reference, folder
         # One per worker at most (a worker's idle connection is reused); without
         # upstream keep-alive it would be 100.
         assert opened <= len(os.sched_getaffinity(0)), opened
-    finally:
-        proxy.stop()
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -212,26 +212,10 @@ def reference_stack(folder):
     stack_folder = folder / name
     stack_folder.mkdir()
     (stack_folder / "server.py").write_text(REFERENCE_STACK)
-    manifest = Manifest(
-        name=name,
-        folder=stack_folder,
+    manifest = python_stand_in(
+        stack_folder,
+        f'exec {sys.executable} server.py "{DISPLAY_NAME}"',
         display_name=DISPLAY_NAME,
-        language="Python",
-        framework="http.server",
-        framework_version="3",
-        runtime="CPython",
-        runtime_version="3",
-        port=free_port(),
-        concurrency={"kind": "threads", "default_workers": "cpus", "workers": "1"},
-        native={
-            "requires": ["python3"],
-            "apt": [],
-            "version": "python3 -V",
-            "build": "true",
-            "run": f'exec {sys.executable} server.py "{DISPLAY_NAME}"',
-        },
-        docker={"dockerfile": "Dockerfile"},
-        tuning=[],
     )
     yield manifest
     shutil.rmtree(manifest.build_dir, ignore_errors=True)
@@ -338,8 +322,7 @@ def test_the_stacks_date_and_length_reach_the_client_unchanged(kind, folder, tls
         expected = direct.getresponse()
         expected.read()
         direct.close()
-        proxy = started_front(kind, stack, folder, tls_files)
-        try:
+        with front_running(kind, stack, folder, tls_files) as proxy:
             context = ssl.create_default_context(cafile=str(tls_files.cert))
             connection = http.client.HTTPSConnection("127.0.0.1", proxy.port, context=context)
             connection.request("GET", "/?n=1")
@@ -348,8 +331,6 @@ def test_the_stacks_date_and_length_reach_the_client_unchanged(kind, folder, tls
             connection.close()
             for header in ("Date", "Content-Type", "Content-Length"):
                 assert response.getheader(header) == expected.getheader(header), header
-        finally:
-            proxy.stop()
 
 
 # `bench` on the reference stack alone, behind a front (the ceiling still runs).
@@ -425,8 +406,7 @@ def test_a_large_request_body_reaches_the_stack_without_temp_files(
 ):
     # The run's folder is private (0700) and the workers may be www-data: a
     # 500 KB body must still be passed on in memory and get the stack's 405.
-    proxy = started_front(kind, counted_reference, folder, tls_files)
-    try:
+    with front_running(kind, counted_reference, folder, tls_files) as proxy:
         context = ssl.create_default_context(cafile=str(tls_files.cert))
         connection = http.client.HTTPSConnection("127.0.0.1", proxy.port, context=context)
         connection.request("POST", "/workday", body=b"x" * 500_000)
@@ -435,8 +415,6 @@ def test_a_large_request_body_reaches_the_stack_without_temp_files(
         connection.close()
         assert response.status == 405 and response.getheader("Allow") == "GET, HEAD"
         assert "Permission denied" not in proxy.output_tail()
-    finally:
-        proxy.stop()
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -479,12 +457,9 @@ def test_the_runs_certificate_is_a_server_certificate_that_oha_accepts(
     oha = get_tool("oha")
     if not oha.available() or front.binary("nginx") is None:
         pytest.skip("oha or nginx not installed")
-    proxy = started_front("nginx", counted_reference, folder, tls_files)
-    try:
+    with front_running("nginx", counted_reference, folder, tls_files) as proxy:
         # Through the adapter, as bench runs it: the spec carries the certificate.
         spec = LoadSpec(url=proxy.base_url + "/workday", connections=2, duration=1,
                         ca_cert=str(proxy.tls_cert))  # fmt: skip
         result = oha.run(spec, folder / "raw" / "oha-tls")
         assert result.requests > 0 and result.errors_total == 0, result.to_dict()
-    finally:
-        proxy.stop()

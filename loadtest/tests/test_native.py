@@ -17,10 +17,9 @@ from pathlib import Path
 import pytest
 
 from loadtest.core.errors import StepError
-from loadtest.core.manifest import Manifest
 from loadtest.core.runner import Limits
-from loadtest.host.ports import free_port
 from loadtest.runners.native import NativeRunner
+from loadtest.tests.stand_in_manifest import python_stand_in
 
 SERVER = textwrap.dedent(
     """
@@ -68,26 +67,12 @@ def make_stack(tmp_path):
         folder = tmp_path / name
         folder.mkdir()
         (folder / "server.py").write_text(SERVER)
-        manifest = Manifest(
-            name=name,
-            folder=folder,
-            display_name=name,
-            language="Python",
-            framework="http.server",
-            framework_version="3.11",
-            runtime="CPython",
-            runtime_version="3.11",
-            port=free_port(),
-            concurrency={"kind": "processes", "default_workers": "cpus", "workers": "1"},
-            native={
-                "requires": list(requires),
-                "apt": [],
-                "version": "python3 -V",
-                "build": build,
-                "run": f'exec python3 "$BUILD_DIR/server.py" {mode}',
-            },
-            docker={"dockerfile": "Dockerfile"},
-            tuning=[],
+        manifest = python_stand_in(
+            folder,
+            f'exec python3 "$BUILD_DIR/server.py" {mode}',
+            build=build,
+            requires=requires,
+            kind="processes",
         )
         made.append(manifest)
         return manifest

@@ -19,14 +19,19 @@ RUN_FIXTURE = Path(__file__).parent / "fixtures" / "run-small"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
-@pytest.fixture(scope="module")
-def report_folder(tmp_path_factory) -> Path:
-    folder = tmp_path_factory.mktemp("run") / RUN_FIXTURE.name
+def reported(tmp_path_factory, recorded: Path) -> Path:
+    """A copy of a recorded run (results.jsonl and run.json) with its report generated."""
+    folder = tmp_path_factory.mktemp("run") / recorded.name
     folder.mkdir()
     for name in ("results.jsonl", "run.json"):
-        shutil.copy(RUN_FIXTURE / name, folder / name)
+        shutil.copy(recorded / name, folder / name)
     generate(folder)
     return folder
+
+
+@pytest.fixture(scope="module")
+def report_folder(tmp_path_factory) -> Path:
+    return reported(tmp_path_factory, RUN_FIXTURE)
 
 
 def test_every_output_is_written(report_folder):
@@ -46,12 +51,7 @@ STATIC_FIXTURE = Path(__file__).parent / "fixtures" / "run-static-tls"
 
 @pytest.fixture(scope="module")
 def static_folder(tmp_path_factory) -> Path:
-    folder = tmp_path_factory.mktemp("run") / STATIC_FIXTURE.name
-    folder.mkdir()
-    for name in ("results.jsonl", "run.json"):
-        shutil.copy(STATIC_FIXTURE / name, folder / name)
-    generate(folder)
-    return folder
+    return reported(tmp_path_factory, STATIC_FIXTURE)
 
 
 def test_static_tls_charts_of_the_2019_experiment(static_folder):
