@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from loadtest.core.runner import RUNNERS, Runner, RunnerUnavailable
 from loadtest.runners.docker import (
-    LOADGEN_TOOL_VERSIONS,
+    LOADGEN_TOOLS,
     DockerRunner,
     compose_problem,
     daemon_problem,
@@ -32,7 +32,7 @@ def choose_runner(
         raise RunnerUnavailable(f"RUNNER={requested}: use {', '.join(RUNNERS)}")
     if requested == "native":
         return "native", "RUNNER=native"
-    host_only = [tool for tool in tools if tool not in LOADGEN_TOOL_VERSIONS]
+    host_only = [tool for tool in tools if tool not in LOADGEN_TOOLS]
     if requested == "auto" and host_only:
         return "native", f"{', '.join(host_only)} runs on the host only (not in the loadgen image)"
     problem = probe()

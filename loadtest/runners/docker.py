@@ -41,6 +41,7 @@ from loadtest.host import tls as tls_files
 from loadtest.host.cgroups import ContainerCgroup
 from loadtest.host.ports import free_port, port_in_use
 from loadtest.host.process import CLEAN_EXIT_CODES, answers_http, pinned
+from loadtest.measure.tools import get_tool
 from loadtest.measure.tools.base import ToolError, raw_paths, read_raw
 from loadtest.runners import compose as compose_file
 
@@ -269,13 +270,9 @@ class DockerRunner:
         return LoadgenClient(client_cpus)
 
 
-# The load tools the loadgen image has (docker/loadgen/Dockerfile), with the
-# command that prints each one's version.
-LOADGEN_TOOL_VERSIONS = {
-    "wrk": "wrk -v 2>&1 | head -n 1",
-    "ab": "ab -V | head -n 1",
-    "oha": "oha --version",
-}
+# The load tools the loadgen image has (docker/loadgen/Dockerfile); h2load
+# runs on the host only.
+LOADGEN_TOOLS = ("wrk", "ab", "oha")
 
 
 def image_id(image: str) -> str | None:
@@ -540,12 +537,16 @@ class LoadgenClient(Container):
     def tool_versions(self) -> dict:
         """Versions of the load tools inside the image, for the provenance."""
         versions = {}
-        for tool, command in LOADGEN_TOOL_VERSIONS.items():
-            result = docker("exec", self.container_id, "sh", "-c", command, check=False, timeout=30)
-            versions[tool] = result.stdout.strip() or "missing"
-        # As the host adapters print it (loadtest/tools/ab.py).
-        versions["ab"] = versions["ab"].replace("This is ", "").replace(" <$Revision$>", "")
+        for name in LOADGEN_TOOLS:
+            try:
+                versions[name] = get_tool(name).version(self)
+            except ToolError:
+                versions[name] = "missing"
         return versions
+
+    def output(self, command: list[str]) -> str:
+        result = docker("exec", self.container_id, *command, check=False, timeout=30)
+        return result.stdout + result.stderr
 
     def provenance(self) -> dict:
         """Where the load came from: image, container cpuset, tool versions."""

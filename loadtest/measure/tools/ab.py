@@ -10,9 +10,8 @@ whole milliseconds and closed-loop (subject to coordinated omission).
 from __future__ import annotations
 
 import re
-import subprocess
 
-from loadtest.measure.tools.base import LoadResult, LoadSpec, Tool, latency_key
+from loadtest.measure.tools.base import LoadResult, LoadSpec, Tool, first_line, latency_key
 
 NOTE_CO = "closed loop: ab latency is subject to coordinated omission (tail understated)"
 # Without -n, ab stops after -t seconds or this many requests, whichever is first.
@@ -23,9 +22,10 @@ class Ab(Tool):
     name = "ab"
     binary = "ab"
 
-    def version(self) -> str:
-        result = subprocess.run([self.path(), "-V"], capture_output=True, text=True)
-        line = result.stdout.splitlines()[0] if result.stdout else "ab"
+    version_flag = "-V"
+
+    def version_text(self, output: str) -> str:
+        line = first_line(output) or "ab"  # "This is ApacheBench, Version 2.3 <$Revision$>"
         return line.replace("This is ", "").replace(" <$Revision$>", "").strip()
 
     def command(self, spec: LoadSpec) -> list[str]:

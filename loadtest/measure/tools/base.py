@@ -212,6 +212,9 @@ class Executor(Protocol):
     ) -> tuple[int, str, str, float, float]:
         """As `run_tool` below: raw output at `raw_prefix` on this host, CPU s, wall s."""
 
+    def output(self, command: list[str]) -> str:
+        """stdout and stderr of a short command (a version query) run where the tools run."""
+
     def argv(self, command: list[str], cpus: tuple[int, ...] | None) -> list[str]:
         """The command line as it really runs there (recorded with the result)."""
 
@@ -230,6 +233,10 @@ class HostExecutor:
     def run_tool(self, command, raw_prefix, timeout_s, cpus=None, priority=0):
         return run_tool(command, raw_prefix, timeout_s, cpus, priority)
 
+    def output(self, command: list[str]) -> str:
+        result = subprocess.run(command, capture_output=True, text=True, timeout=30)
+        return result.stdout + result.stderr
+
     def argv(self, command: list[str], cpus: tuple[int, ...] | None) -> list[str]:
         return pinned(command, cpus)
 
@@ -242,6 +249,7 @@ class Tool:
 
     name = ""
     binary = ""
+    version_flag = "--version"
 
     def path(self) -> str | None:
         return shutil.which(self.binary)
@@ -249,8 +257,12 @@ class Tool:
     def available(self) -> bool:
         return self.path() is not None
 
-    def version(self) -> str:
-        raise NotImplementedError
+    def version(self, executor: Executor = HOST) -> str:
+        """The tool's version line, from the program that `executor` runs."""
+        return self.version_text(executor.output([executor.binary(self), self.version_flag]))
+
+    def version_text(self, output: str) -> str:
+        return first_line(output)
 
     def command(self, spec: LoadSpec) -> list[str]:
         raise NotImplementedError

@@ -26,7 +26,6 @@ import math
 import re
 import shutil
 import statistics
-import subprocess
 from dataclasses import replace
 from pathlib import Path
 
@@ -87,10 +86,6 @@ TIMING_ROWS = {
 class H2load(Tool):
     name = "h2load"
     binary = "h2load"
-
-    def version(self) -> str:
-        result = subprocess.run([self.path(), "--version"], capture_output=True, text=True)
-        return result.stdout.strip()  # "h2load nghttp2/1.52.0"
 
     def threads(self, spec: LoadSpec) -> int:
         return max(1, min(spec.threads, spec.connections))  # h2load needs -c >= -t

@@ -38,10 +38,6 @@ class Oha(Tool):
             return str(cached)
         return shutil.which(self.binary)
 
-    def version(self) -> str:
-        result = subprocess.run([self.path(), "--version"], capture_output=True, text=True)
-        return result.stdout.strip()
-
     def command(self, spec: LoadSpec) -> list[str]:
         command = [
             self.binary,

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
 from pathlib import Path
 
 from loadtest.measure.tools.base import (
@@ -32,10 +31,8 @@ class Wrk(Tool):
     name = "wrk"
     binary = "wrk"
 
-    def version(self) -> str:
-        # `wrk -v` prints the version line and usage, then exits non-zero.
-        result = subprocess.run([self.path(), "-v"], capture_output=True, text=True)
-        return (result.stdout or result.stderr).splitlines()[0].strip()
+    # `wrk -v` prints the version line and usage, then exits non-zero.
+    version_flag = "-v"
 
     def threads(self, spec: LoadSpec) -> int:
         return max(1, min(spec.threads, spec.connections))  # wrk needs c >= t
