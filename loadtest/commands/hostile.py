@@ -148,7 +148,6 @@ def cmd_hostile(args: argparse.Namespace) -> int:
         print(f"hostile: unknown case(s) {', '.join(sorted(unknown))}; known: "
               f"{', '.join(cases.CASES)}", file=sys.stderr)  # fmt: skip
         return 2
-    cases.SILENT_HOLD_S = mode["silent_hold"]
     # Thousands of idle connections need thousands of descriptors, here and
     # in the server, which inherits the limit.
     limit = cases.raise_file_limit(mode["idle"] + 1024)
@@ -295,6 +294,8 @@ def run_case(name: str, port: int, mode: dict, server=None) -> cases.CaseResult:
         if name == "idle-connections":
             probe = (lambda: tree_rss(server.pids())) if server else None
             result = func(port, mode["idle"], hold_s=mode["hold"], rss=probe)
+        elif name == "connect-send-nothing":
+            result = func(port, hold_s=mode["silent_hold"])
         else:
             result = func(port)
     except Exception as exc:  # a bug in a case must not stop the suite

@@ -511,7 +511,7 @@ SILENT = 16
 SILENT_HOLD_S = 3.0
 
 
-def connect_send_nothing(port: int) -> CaseResult:
+def connect_send_nothing(port: int, hold_s: float = SILENT_HOLD_S) -> CaseResult:
     """16 clients connect and say nothing; a real client must still be served meanwhile."""
     silent = []
     try:
@@ -520,7 +520,7 @@ def connect_send_nothing(port: int) -> CaseResult:
                 silent.append(connect(port))
         time.sleep(0.5)
         ok, detail, took = served(port)
-        time.sleep(max(0.0, SILENT_HOLD_S - took))
+        time.sleep(max(0.0, hold_s - took))
         closed = sum(_closed_by_peer(s) for s in silent)
     finally:
         for sock in silent:
@@ -528,7 +528,7 @@ def connect_send_nothing(port: int) -> CaseResult:
     info = {"silent": len(silent), "closed_by_server": closed, "fresh_request_s": round(took, 3)}
     detail = (
         f"fresh request while {len(silent)} silent connections are open: {detail} "
-        f"in {took:.2f} s; server closed {closed} of them within {SILENT_HOLD_S:g} s"
+        f"in {took:.2f} s; server closed {closed} of them within {hold_s:g} s"
     )
     return CaseResult("connect-send-nothing", ok, detail, [], info)
 
