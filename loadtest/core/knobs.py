@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import random
 import tomllib
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -33,29 +34,6 @@ STATIC_SCENARIOS = ("page",)
 SCENARIO_HEADERS = {"page": (("Accept-Encoding", "br, gzip"),)}
 TOOLS = ("wrk", "oha", "ab", "h2load")
 HTTP_VERSIONS = ("2", "1.1")
-# Knob name (as in the Makefile and the environment) -> profiles.toml key.
-KNOBS = {
-    "SERVERS": "servers",
-    "SCENARIOS": "scenarios",
-    "CONNECTIONS": "connections",
-    "DURATION": "duration",
-    "WARMUP": "warmup",
-    "REPEAT": "repeat",
-    "SERVER_CPUS": "server_cpus",
-    "CLIENT_CPUS": "client_cpus",
-    "SERVER_CPU_QUOTA": "server_cpu_quota",
-    "SERVER_MEMORY": "server_memory",
-    "RATE": "rate",
-    "TOOL": "tool",
-    "SEED": "seed",
-    "RUNNER": "runner",
-    "TIMEOUT": "timeout",
-    "PRIORITY": "priority",
-    "FRONT": "front",
-    "TTFB": "ttfb",
-    "SERVER_CORES": "server_cores",
-    "HTTP": "http",
-}
 class KnobError(Exception):
     """A knob has a value the harness cannot use."""
 
@@ -170,33 +148,79 @@ class Knobs:
         return cls(**{k: v for k, v in data.items() if k in known})
 
 
+def _items(value) -> list:
+    return split_list(value) if isinstance(value, str) else list(value)
+
+
+def _seconds(value) -> float:
+    return float(str(value).rstrip("s"))
+
+
+def _whole(value) -> int:
+    return int(str(value).rstrip("s"))
+
+
+def _flag(value) -> bool:
+    return value if isinstance(value, bool) else str(value).lower() in ("1", "true", "yes", "on")
+
+
+def _cores(value) -> tuple[int, ...]:
+    return parse_cpus(value) if isinstance(value, str) else tuple(int(v) for v in value)
+
+
+@dataclass(frozen=True)
+class Knob:
+    """One knob: its name (the Makefile's, the environment's, `--name` on the command
+    line), its key in profiles.toml and in `Knobs`, and the parser of its text."""
+
+    name: str
+    key: str
+    parse: Callable[[object], object]
+
+
+# Every knob, once. Defaults live in profiles.toml's [defaults]; the rules that
+# relate knobs to each other are in `validate`.
+KNOB_TABLE = (
+    Knob("SERVERS", "servers", lambda v: [str(x) for x in _items(v)]),
+    Knob("SCENARIOS", "scenarios", lambda v: [str(x) for x in _items(v)]),
+    Knob("CONNECTIONS", "connections", lambda v: [int(x) for x in _items(v)]),
+    Knob("DURATION", "duration", _seconds),
+    Knob("WARMUP", "warmup", _seconds),
+    Knob("REPEAT", "repeat", _whole),
+    Knob("SERVER_CPUS", "server_cpus", _cores),
+    Knob("CLIENT_CPUS", "client_cpus", _cores),
+    Knob("SERVER_CPU_QUOTA", "server_cpu_quota", lambda v: [float(x) for x in _items(v)]),
+    Knob("SERVER_MEMORY", "server_memory", str),
+    Knob("RATE", "rate", lambda v: [str(x) for x in _items(v)]),
+    Knob("TOOL", "tool", str),
+    Knob("SEED", "seed", _whole),
+    Knob("RUNNER", "runner", str),
+    Knob("TIMEOUT", "timeout", _whole),
+    Knob("PRIORITY", "priority", _whole),
+    Knob("FRONT", "front", str),
+    Knob("TTFB", "ttfb", _whole),
+    Knob("SERVER_CORES", "server_cores", lambda v: [int(x) for x in _items(v)]),
+    Knob("HTTP", "http", str),
+)
+# Knob name -> key, for the command line and the environment.
+KNOBS = {knob.name: knob.key for knob in KNOB_TABLE}
+# Keys only a profile sets (no knob): parsed the same way.
+PARSERS = {
+    **{knob.key: knob.parse for knob in KNOB_TABLE},
+    "keepalive": _flag,
+    "calibration": _flag,
+}
+
+
 def _convert(key: str, value):
     """A knob's text (env/CLI) or TOML value -> its typed value."""
+    parse = PARSERS.get(key)
+    if parse is None:
+        return value
     try:
-        if key in ("servers", "scenarios", "rate"):
-            items = split_list(value) if isinstance(value, str) else list(value)
-            return [str(v) for v in items]
-        if key in ("connections", "server_cores"):
-            items = split_list(value) if isinstance(value, str) else list(value)
-            return [int(v) for v in items]
-        if key == "server_cpu_quota":
-            items = split_list(value) if isinstance(value, str) else list(value)
-            return [float(v) for v in items]
-        if key in ("duration", "warmup"):
-            return float(str(value).rstrip("s"))
-        if key == "http":
-            return str(value)
-        if key in ("repeat", "seed", "timeout", "priority", "ttfb"):
-            return int(str(value).rstrip("s"))
-        if key in ("server_cpus", "client_cpus"):
-            return parse_cpus(value) if isinstance(value, str) else tuple(int(v) for v in value)
-        if key in ("keepalive", "calibration"):
-            if isinstance(value, bool):
-                return value
-            return str(value).lower() in ("1", "true", "yes", "on")
+        return parse(value)
     except ValueError as exc:
         raise KnobError(f"{key.upper()}={value!r}: {exc}") from None
-    return value
 
 
 def resolve(profile: str = "", env: dict | None = None, cli: dict | None = None) -> Knobs:
