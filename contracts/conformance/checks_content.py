@@ -150,37 +150,46 @@ def _run_cases(ctx: Context, cases: list) -> list:
     return outcomes
 
 
+def _vector_cases(label: str, path: str, vectors, judge, detail) -> list:
+    """One (check_id, target, judge, pass_detail) case per vector of inputs.json.
+
+    `judge(response, vector)` returns the problems; `detail` is the pass
+    detail, or a function of the vector that returns it.
+    """
+    return [
+        (
+            f"{label}[{vector.raw}]",
+            _target(path, vector.raw),
+            lambda r, vector=vector: judge(r, vector),
+            detail(vector) if callable(detail) else detail,
+        )
+        for vector in vectors
+    ]
+
+
 def check_n_vectors(ctx: Context) -> list:
     """Every `n` vector of inputs.json: valid sizes, hello cases, each bad input."""
     name = ctx.display_name
-    cases = []
-    for case in ctx.inputs.n_valid:
-        cases.append(
-            (
-                f"n-valid[{case.raw}]",
-                _target("/", case.raw),
-                lambda r, kb=case.kb: expect.kb_problems(r, kb),
-                f"200, {case.kb * 1000} bytes of X",
-            )
+    inputs = ctx.inputs
+    cases = (
+        _vector_cases(
+            "n-valid",
+            "/",
+            inputs.n_valid,
+            lambda r, v: expect.kb_problems(r, v.kb),
+            lambda v: f"200, {v.kb * 1000} bytes of X",
         )
-    for case in ctx.inputs.n_hello:
-        cases.append(
-            (
-                f"n-hello[{case.raw}]",
-                _target("/", case.raw),
-                lambda r: expect.hello_problems(r, name),
-                "200, hello",
-            )
+        + _vector_cases(
+            "n-hello", "/", inputs.n_hello, lambda r, v: expect.hello_problems(r, name), "200, hello"
         )
-    for case in ctx.inputs.n_invalid:
-        cases.append(
-            (
-                f"n-invalid[{case.raw}]",
-                _target("/", case.raw),
-                expect.n_error_problems,
-                f"400 {expect.N_ERROR!r}",
-            )
+        + _vector_cases(
+            "n-invalid",
+            "/",
+            inputs.n_invalid,
+            lambda r, v: expect.n_error_problems(r),
+            f"400 {expect.N_ERROR!r}",
         )
+    )
     return _run_cases(ctx, cases)
 
 
@@ -261,25 +270,19 @@ def check_workday_vectors(ctx: Context) -> list:
 
 def check_at_vectors(ctx: Context) -> list:
     """Every `at` vector of inputs.json: valid times and each bad input."""
-    cases = []
-    for case in ctx.inputs.at_valid:
-        cases.append(
-            (
-                f"at-valid[{case.raw}]",
-                _target("/workday", case.raw),
-                lambda r, body=case.expect: expect.text_problems(r, 200, body),
-                f"200 {case.expect!r}",
-            )
-        )
-    for case in ctx.inputs.at_invalid:
-        cases.append(
-            (
-                f"at-invalid[{case.raw}]",
-                _target("/workday", case.raw),
-                expect.at_error_problems,
-                f"400 {expect.AT_ERROR!r}",
-            )
-        )
+    cases = _vector_cases(
+        "at-valid",
+        "/workday",
+        ctx.inputs.at_valid,
+        lambda r, v: expect.text_problems(r, 200, v.expect),
+        lambda v: f"200 {v.expect!r}",
+    ) + _vector_cases(
+        "at-invalid",
+        "/workday",
+        ctx.inputs.at_invalid,
+        lambda r, v: expect.at_error_problems(r),
+        f"400 {expect.AT_ERROR!r}",
+    )
     return _run_cases(ctx, cases)
 
 

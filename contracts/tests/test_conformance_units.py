@@ -34,7 +34,6 @@ class Scripted:
     def __init__(self, *answers: bytes, close_after: bool = True) -> None:
         self.answers = list(answers)
         self.close_after = close_after
-        self.requests = []
         self.listener = socket.socket()
         self.listener.bind(("127.0.0.1", 0))
         self.listener.listen(4)
@@ -45,16 +44,13 @@ class Scripted:
     def serve(self) -> None:
         self.listener.settimeout(5)
         conn, _ = self.listener.accept()
-        with conn:
-            conn.settimeout(5)
+        conn.settimeout(5)
+        with conn, conn.makefile("rb") as request:
             for answer in self.answers:
-                data = b""
-                while b"\r\n\r\n" not in data:
-                    chunk = conn.recv(4096)
-                    if not chunk:
-                        return
-                    data += chunk
-                self.requests.append(data)
+                # The request head: its lines up to the empty one.
+                for line in iter(request.readline, b"\r\n"):
+                    if not line:
+                        return  # the client went away
                 conn.sendall(answer)
             if not self.close_after:
                 conn.recv(1)  # hold the connection open until the client goes
