@@ -180,7 +180,11 @@ def check_n_vectors(ctx: Context) -> list:
             lambda v: f"200, {v.kb * 1000} bytes of X",
         )
         + _vector_cases(
-            "n-hello", "/", inputs.n_hello, lambda r, v: expect.hello_problems(r, name), "200, hello"
+            "n-hello",
+            "/",
+            inputs.n_hello,
+            lambda r, v: expect.hello_problems(r, name),
+            "200, hello",
         )
         + _vector_cases(
             "n-invalid",
