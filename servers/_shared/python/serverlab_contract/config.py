@@ -14,11 +14,13 @@ import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import List, Mapping, Optional
+from typing import Callable, List, Mapping, Optional, TypeVar
 
 from .workday import CalendarError, TradingCalendar, load_calendar
 
 DEFAULT_HOST = "0.0.0.0"
+
+_T = TypeVar("_T")
 
 
 class ConfigError(ValueError):
@@ -185,12 +187,26 @@ def config_from_env(
     )
 
 
+def _or_exit(read: Callable[[], _T]) -> _T:
+    """``read()``, or print its ConfigError to stderr and exit with status 2."""
+    try:
+        return read()
+    except ConfigError as exc:
+        print(f"configuration error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
 def config_or_exit(
     environ: Optional[Mapping[str, str]] = None, default_port: Optional[int] = None
 ) -> Config:
     """:func:`config_from_env`, or print the error to stderr and exit with status 2."""
-    try:
-        return config_from_env(environ, default_port)
-    except ConfigError as exc:
-        print(f"configuration error: {exc}", file=sys.stderr)
-        raise SystemExit(2) from None
+    return _or_exit(lambda: config_from_env(environ, default_port))
+
+
+def calendar_or_exit(environ: Optional[Mapping[str, str]] = None) -> TradingCalendar:
+    """:func:`calendar_from_env`, or print the error to stderr and exit with status 2.
+
+    For servers that import the application themselves (gunicorn workers,
+    uWSGI) and so read only the calendar from the environment.
+    """
+    return _or_exit(lambda: calendar_from_env(environ))

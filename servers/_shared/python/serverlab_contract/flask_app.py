@@ -35,12 +35,11 @@ Usage, in a stack's ``app.py``::
 
 from __future__ import annotations
 
-import sys
 from typing import Mapping, Optional, Tuple
 
 from flask import Flask, Response, request
 
-from .config import ConfigError, calendar_from_env
+from .config import calendar_or_exit
 from .params import BadRequest, at_from_values, n_from_values
 from .responses import (
     ALLOW,
@@ -118,9 +117,4 @@ def application_from_env(display_name: str, environ: Optional[Mapping[str, str]]
     unreadable calendar ends the process with status 2 and a message that
     names the variable and the path.
     """
-    try:
-        calendar = calendar_from_env(environ)
-    except ConfigError as exc:
-        print(f"configuration error: {exc}", file=sys.stderr)
-        raise SystemExit(2) from None
-    return create_app(display_name, calendar)
+    return create_app(display_name, calendar_or_exit(environ))

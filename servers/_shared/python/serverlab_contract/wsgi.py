@@ -27,10 +27,9 @@ Usage, in a stack's own module::
 
 from __future__ import annotations
 
-import sys
 from typing import Callable, Iterable, List, Mapping, Optional
 
-from .config import ConfigError, calendar_from_env
+from .config import calendar_or_exit
 from .responses import DateCache, Router
 from .workday import TradingCalendar
 
@@ -73,9 +72,4 @@ def application_from_env(
     or unreadable calendar ends the process with status 2 and a message that
     names the variable and the path.
     """
-    try:
-        calendar = calendar_from_env(environ)
-    except ConfigError as exc:
-        print(f"configuration error: {exc}", file=sys.stderr)
-        raise SystemExit(2) from None
-    return create_app(display_name, calendar, add_date=add_date)
+    return create_app(display_name, calendar_or_exit(environ), add_date=add_date)
