@@ -35,16 +35,10 @@ def main() -> int:
     bjoern.listen(
         application, config.host, config.port, reuse_port=True, listen_backlog=LISTEN_BACKLOG
     )
-    print(
-        f"{DISPLAY_NAME}: http://{config.host}:{config.port}/ with {config.workers} worker "
-        f"process(es), one event loop each",
-        file=sys.stderr,
-        flush=True,
-    )
     # bjoern stops on SIGINT: it stops accepting, finishes the open
     # connections, then raises KeyboardInterrupt; the supervisor turns
     # SIGTERM into that and kills whatever is still open after the grace time.
-    return run_forked(config.workers, bjoern.run, stop_signal=signal.SIGINT, name=DISPLAY_NAME)
+    return run_forked(config, bjoern.run, stop_signal=signal.SIGINT, name=DISPLAY_NAME)
 
 
 if __name__ == "__main__":

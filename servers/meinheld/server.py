@@ -40,19 +40,10 @@ def main() -> int:
     # Bound once, before forking: every worker accepts from this one socket
     # (listen backlog: meinheld's default, 4096).
     meinheld.listen((config.host, config.port))
-    print(
-        f"{DISPLAY_NAME}: http://{config.host}:{config.port}/ with {config.workers} worker "
-        f"process(es), one event loop each",
-        file=sys.stderr,
-        flush=True,
-    )
     # meinheld stops on SIGTERM or SIGINT by itself: it stops accepting and
     # ends its loop after at most about a second, open connections or not.
     return run_forked(
-        config.workers,
-        lambda: meinheld.run(application),
-        stop_signal=signal.SIGTERM,
-        name=DISPLAY_NAME,
+        config, lambda: meinheld.run(application), stop_signal=signal.SIGTERM, name=DISPLAY_NAME
     )
 
 

@@ -3,7 +3,8 @@
 bjoern and meinheld serve from a single event loop in a single process and
 ship no process manager. To use several cores they are forked over one
 listening socket that the parent opened (bjoern's ``tests/fork.py`` shows
-the pattern). :func:`run_forked` is that parent:
+the pattern). :class:`Supervisor` is that parent, and :func:`run_forked`
+announces the server and runs one:
 
 - forks ``workers`` children that each run ``serve()`` on the inherited socket;
 - on SIGTERM or SIGINT it sends each child the server's own graceful-stop
@@ -24,6 +25,8 @@ import time
 import traceback
 from typing import Callable, Dict, Tuple
 
+from .config import Config
+
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 DEFAULT_GRACE_S = 10.0
 DEFAULT_BOOT_TIME_S = 1.0
@@ -37,7 +40,12 @@ def _log(name: str, message: str) -> None:
 
 
 class Supervisor:
-    """The parent process: forks, forwards stop signals, restarts crashed workers."""
+    """The parent process: forks, forwards stop signals, restarts crashed workers.
+
+    Create and :meth:`run` it after the listening socket is open, so that
+    every child inherits it. ``stop_signal`` is the signal the server treats
+    as "stop gracefully" (bjoern: SIGINT; meinheld: SIGTERM).
+    """
 
     def __init__(
         self,
@@ -165,21 +173,17 @@ class Supervisor:
         return self.exit_code
 
 
-def run_forked(
-    workers: int,
-    serve: Callable[[], object],
-    *,
-    stop_signal: int,
-    grace: float = DEFAULT_GRACE_S,
-    boot_time: float = DEFAULT_BOOT_TIME_S,
-    name: str = "server",
-) -> int:
-    """Run ``serve()`` in ``workers`` forked processes; returns the exit code.
+def run_forked(config: Config, serve: Callable[[], object], *, stop_signal: int, name: str) -> int:
+    """Run ``serve()`` in ``config.workers`` forked processes; returns the exit code.
 
-    Call it after the listening socket is open, so that every child inherits
-    it. ``stop_signal`` is the signal the server treats as "stop gracefully"
-    (bjoern: SIGINT; meinheld: SIGTERM).
+    Call it after the listening socket is open on ``config.host`` and
+    ``config.port``: it prints the start-up line (the address and the number
+    of workers) and supervises the workers with the default grace and boot
+    times.
     """
-    return Supervisor(
-        workers, serve, stop_signal=stop_signal, grace=grace, boot_time=boot_time, name=name
-    ).run()
+    _log(
+        name,
+        f"http://{config.host}:{config.port}/ with {config.workers} worker "
+        f"process(es), one event loop each",
+    )
+    return Supervisor(config.workers, serve, stop_signal=stop_signal, name=name).run()

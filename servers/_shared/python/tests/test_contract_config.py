@@ -5,7 +5,6 @@ from python_contract_data import CALENDAR_FILE
 
 from serverlab_contract import (
     ConfigError,
-    calendar_or_exit,
     cgroup_cpu_limit,
     config_from_env,
     config_or_exit,
@@ -164,11 +163,3 @@ def test_config_or_exit(capsys):
         config_or_exit(env(WORKDAY_CALENDAR=None))
     assert info.value.code == 2
     assert "configuration error: WORKDAY_CALENDAR is not set" in capsys.readouterr().err
-
-
-def test_calendar_or_exit(capsys, tmp_path):
-    assert calendar_or_exit(env()).trading_day_at(0) == "1970-01-01"
-    with pytest.raises(SystemExit) as info:
-        calendar_or_exit(env(WORKDAY_CALENDAR=str(tmp_path / "none")))
-    assert info.value.code == 2
-    assert f"configuration error: WORKDAY_CALENDAR={tmp_path / 'none'}" in capsys.readouterr().err

@@ -14,7 +14,7 @@ from python_contract_data import PACKAGE_ROOT
 # signal (SIGINT raises KeyboardInterrupt, as in bjoern). MODE picks a misbehaviour.
 WORKER = textwrap.dedent("""
     import os, signal, sys, time
-    from serverlab_contract.prefork import run_forked
+    from serverlab_contract.prefork import Supervisor
 
     mode, pids = os.environ["MODE"], os.environ["PIDS"]
 
@@ -33,7 +33,10 @@ WORKER = textwrap.dedent("""
             time.sleep(0.05)
 
     print("ready", flush=True)
-    sys.exit(run_forked(2, serve, stop_signal=signal.SIGINT, grace=1.0, boot_time=0.3, name="test"))
+    supervisor = Supervisor(
+        2, serve, stop_signal=signal.SIGINT, grace=1.0, boot_time=0.3, name="test"
+    )
+    sys.exit(supervisor.run())
     """)
 
 
