@@ -8,12 +8,6 @@ import (
 	"serverlab/contract/contracttest"
 )
 
-func TestDisplayNameMatchesManifest(t *testing.T) {
-	if got := contracttest.ManifestDisplayName(t); got != displayName {
-		t.Errorf("server.toml display_name %q, code %q", got, displayName)
-	}
-}
-
 func TestContract(t *testing.T) {
 	gin.SetMode(gin.ReleaseMode)
 	r, err := newRouter(contracttest.Service(t, displayName))

@@ -4,11 +4,11 @@ import (
 	"testing"
 	"time"
 
-	"serverlab/contract"
+	"serverlab/contract/contracttest"
 )
 
 func BenchmarkWorkday(b *testing.B) {
-	svc := contract.NewService("Test", loadCalendar(b))
+	svc := contracttest.Service(b, "Test")
 	b.Run("at", func(b *testing.B) {
 		for b.Loop() {
 			svc.Workday("at=2019-09-30T15:00:01", time.Time{})
@@ -22,7 +22,7 @@ func BenchmarkWorkday(b *testing.B) {
 }
 
 func BenchmarkRoot(b *testing.B) {
-	svc := contract.NewService("Test", loadCalendar(b))
+	svc := contracttest.Service(b, "Test")
 	b.Run("hello", func(b *testing.B) {
 		for b.Loop() {
 			svc.Root("", time.Now())

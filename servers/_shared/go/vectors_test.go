@@ -9,30 +9,9 @@ import (
 	"time"
 
 	"serverlab/contract"
+	"serverlab/contract/contracttest"
 	"serverlab/contract/vectors"
 )
-
-func loadCalendar(tb testing.TB) *contract.Calendar {
-	tb.Helper()
-	path, err := vectors.CalendarPath()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	cal, err := contract.LoadCalendar(path)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return cal
-}
-
-func loadInputs(tb testing.TB) *vectors.Inputs {
-	tb.Helper()
-	in, err := vectors.LoadInputs()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return in
-}
 
 func TestWorkdayVectors(t *testing.T) {
 	cases, err := vectors.Workday()
@@ -42,7 +21,7 @@ func TestWorkdayVectors(t *testing.T) {
 	if len(cases) < 300 {
 		t.Fatalf("only %d workday cases", len(cases))
 	}
-	cal := loadCalendar(t)
+	cal := contracttest.Calendar(t)
 	svc := contract.NewService("Test", cal)
 	for _, c := range cases {
 		lt, ok := contract.ParseAt(c.At)
@@ -65,48 +44,46 @@ func TestWorkdayVectors(t *testing.T) {
 
 var helloRE = regexp.MustCompile(`^Hello World, from Test! \d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{3}$`)
 
+// checkInputs calls handle (Service.Root or Service.Workday) with the raw
+// query of each input and reports every answer that is not status with a
+// body that ok accepts.
+func checkInputs(t *testing.T, name string, handle func(string, time.Time) (int, []byte),
+	inputs []vectors.Input, status int, ok func(c vectors.Input, body []byte) bool) {
+	t.Helper()
+	for _, c := range inputs {
+		if st, body := handle(c.Raw, time.Now()); st != status || !ok(c, body) {
+			t.Errorf("%s(%q) = %d %.80q; want %d (%s)", name, c.Raw, st, body, status, c.Note)
+		}
+	}
+}
+
+// is accepts exactly the body want.
+func is(want string) func(vectors.Input, []byte) bool {
+	return func(_ vectors.Input, body []byte) bool { return string(body) == want }
+}
+
 func TestInputsN(t *testing.T) {
-	in := loadInputs(t)
-	svc := contract.NewService("Test", loadCalendar(t))
-	for _, c := range in.N.Valid {
-		st, body := svc.Root(c.Raw, time.Now())
-		if st != http.StatusOK || len(body) != c.KB*1000 || bytes.Count(body, []byte{'X'}) != len(body) {
-			t.Errorf("Root(%q) = %d, %d bytes; want 200, %d bytes of X (%s)", c.Raw, st, len(body), c.KB*1000, c.Note)
-		}
+	in := contracttest.Inputs(t)
+	svc := contracttest.Service(t, "Test")
+	kilobytes := func(c vectors.Input, body []byte) bool {
+		return len(body) == c.KB*1000 && bytes.Count(body, []byte{'X'}) == len(body)
 	}
-	for _, c := range in.N.Hello {
-		st, body := svc.Root(c.Raw, time.Now())
-		if st != http.StatusOK || !helloRE.Match(body) {
-			t.Errorf("Root(%q) = %d %q; want the hello text (%s)", c.Raw, st, body, c.Note)
-		}
-	}
-	for _, c := range in.N.Invalid {
-		st, body := svc.Root(c.Raw, time.Now())
-		if st != http.StatusBadRequest || string(body) != contract.BadN {
-			t.Errorf("Root(%q) = %d %q; want 400 %q (%s)", c.Raw, st, body, contract.BadN, c.Note)
-		}
-	}
+	hello := func(_ vectors.Input, body []byte) bool { return helloRE.Match(body) }
+	checkInputs(t, "Root", svc.Root, in.N.Valid, http.StatusOK, kilobytes)
+	checkInputs(t, "Root", svc.Root, in.N.Hello, http.StatusOK, hello)
+	checkInputs(t, "Root", svc.Root, in.N.Invalid, http.StatusBadRequest, is(contract.BadN))
 }
 
 func TestInputsAt(t *testing.T) {
-	in := loadInputs(t)
-	svc := contract.NewService("Test", loadCalendar(t))
-	for _, c := range in.At.Valid {
-		st, body := svc.Workday(c.Raw, time.Now())
-		if st != http.StatusOK || string(body) != c.Expect {
-			t.Errorf("Workday(%q) = %d %q; want 200 %q (%s)", c.Raw, st, body, c.Expect, c.Note)
-		}
-	}
-	for _, c := range in.At.Invalid {
-		st, body := svc.Workday(c.Raw, time.Now())
-		if st != http.StatusBadRequest || string(body) != contract.BadAt {
-			t.Errorf("Workday(%q) = %d %q; want 400 %q (%s)", c.Raw, st, body, contract.BadAt, c.Note)
-		}
-	}
+	in := contracttest.Inputs(t)
+	svc := contracttest.Service(t, "Test")
+	expected := func(c vectors.Input, body []byte) bool { return string(body) == c.Expect }
+	checkInputs(t, "Workday", svc.Workday, in.At.Valid, http.StatusOK, expected)
+	checkInputs(t, "Workday", svc.Workday, in.At.Invalid, http.StatusBadRequest, is(contract.BadAt))
 }
 
 func TestWorkdayNow(t *testing.T) {
-	cal := loadCalendar(t)
+	cal := contracttest.Calendar(t)
 	svc := contract.NewService("Test", cal)
 	cst := contract.Shanghai
 	for _, c := range []struct {

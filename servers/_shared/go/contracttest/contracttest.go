@@ -1,7 +1,8 @@
 // Package contracttest checks an http.Handler of a Go stack against the
 // contract in-process: the shared vectors through real HTTP, exact headers,
-// HEAD, 404 and 405. The stacks' own tests call Run; the full black-box
-// check of a running server is contracts/conformance.
+// HEAD, 404 and 405, and the display name against the stack's server.toml.
+// The stacks' own tests call Run; the full black-box check of a running
+// server is contracts/conformance.
 package contracttest
 
 import (
@@ -20,8 +21,8 @@ import (
 	"serverlab/contract/vectors"
 )
 
-// Service returns the Service of displayName over the shared calendar.
-func Service(tb testing.TB, displayName string) *contract.Service {
+// Calendar loads the shared calendar (contracts/calendar).
+func Calendar(tb testing.TB) *contract.Calendar {
 	tb.Helper()
 	path, err := vectors.CalendarPath()
 	if err != nil {
@@ -31,7 +32,23 @@ func Service(tb testing.TB, displayName string) *contract.Service {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return contract.NewService(displayName, cal)
+	return cal
+}
+
+// Service returns the Service of displayName over the shared calendar.
+func Service(tb testing.TB, displayName string) *contract.Service {
+	tb.Helper()
+	return contract.NewService(displayName, Calendar(tb))
+}
+
+// Inputs loads the shared input vectors (contracts/vectors/inputs.json).
+func Inputs(tb testing.TB) *vectors.Inputs {
+	tb.Helper()
+	in, err := vectors.LoadInputs()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return in
 }
 
 // ManifestDisplayName returns display_name from the server.toml in the
@@ -57,8 +74,15 @@ type response struct {
 	chunk  bool
 }
 
-// Run serves h with httptest and checks it against the contract.
+// Run serves h with httptest and checks it against the contract. Run it
+// from the stack's folder: displayName, the one compiled into the stack,
+// must also be the display_name of its server.toml.
 func Run(t *testing.T, h http.Handler, displayName string) {
+	t.Run("display name", func(t *testing.T) {
+		if got := ManifestDisplayName(t); got != displayName {
+			t.Errorf("server.toml display_name %q, code %q", got, displayName)
+		}
+	})
 	srv := httptest.NewServer(h)
 	defer srv.Close()
 	client := srv.Client()
@@ -116,10 +140,7 @@ func Run(t *testing.T, h http.Handler, displayName string) {
 		return err == nil && time.Since(at).Abs() < 2*time.Second
 	}
 
-	in, err := vectors.LoadInputs()
-	if err != nil {
-		t.Fatal(err)
-	}
+	in := Inputs(t)
 	cases, err := vectors.Workday()
 	if err != nil {
 		t.Fatal(err)
