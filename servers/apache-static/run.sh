@@ -6,15 +6,11 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=../_shared/static/lib.sh
 source "$here/../_shared/static/lib.sh"
-prepare_run apache "$here" # sets template, docroot and workers
+prepare_run apache "$here" # sets template, docroot, workers and worker_user
 
-# Started as root, httpd hands its children to www-data (Debian's
+# Started as root, httpd hands its children to www-data (worker_user, Debian's
 # APACHE_RUN_USER); unprivileged it keeps its own user and needs no User line.
-user_lines=""
-if [[ $(id -u) -eq 0 ]]; then
-  user_lines="User www-data\nGroup www-data"
-  require_site_readable_by_www_data apache-static "$docroot"
-fi
+user_lines="${worker_user:+User $worker_user\nGroup $worker_user}"
 
 # Debian's module .conf files name their runtime folders through these
 # variables (/etc/apache2/envvars); here they all point into BUILD_DIR.

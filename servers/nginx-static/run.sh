@@ -6,15 +6,11 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=../_shared/static/lib.sh
 source "$here/../_shared/static/lib.sh"
-prepare_run nginx "$here" # sets template, docroot and workers
+prepare_run nginx "$here" # sets template, docroot, workers and worker_user
 
-# As root the master hands the workers to www-data (Debian's default user);
+# As root the master hands the workers to www-data (worker_user);
 # unprivileged, nginx ignores "user" with a warning, so it is left out.
-user_line=""
-if [[ $(id -u) -eq 0 ]]; then
-  user_line="user www-data;"
-  require_site_readable_by_www_data nginx-static "$docroot"
-fi
+user_line="${worker_user:+user $worker_user;}"
 
 mkdir -p "$BUILD_DIR/tmp"
 sed -e "s|@USER_LINE@|$user_line|" \

@@ -1,8 +1,11 @@
 # Shell functions shared by the static stacks' run.sh (sourced, not run).
 
 # Check the run's environment and set what every run.sh needs: `template`
-# (<server>-$STATIC_CONFIG.conf next to run.sh, tuned by default), `docroot`
-# and `workers`. Exits 2 with the reason when something is missing.
+# (<server>-$STATIC_CONFIG.conf next to run.sh, tuned by default), `docroot`,
+# `workers`, and `worker_user`: www-data when started as root, since nginx and
+# Apache then hand their workers to it (Debian's default user), else empty
+# (unprivileged, they keep the user they run as). Exits 2 with the reason
+# when something is missing or www-data cannot read the site.
 prepare_run() { # SERVER STACK_FOLDER
   local config="${STATIC_CONFIG:-tuned}"
   template="$2/$1-$config.conf"
@@ -12,6 +15,11 @@ prepare_run() { # SERVER STACK_FOLDER
   docroot="${STATIC_ROOT:-$BUILD_DIR/site}"
   # WORKERS unset: the CPUs this process may use.
   workers="${WORKERS:-$(cpus)}"
+  worker_user=""
+  if [[ $(id -u) -eq 0 ]]; then
+    worker_user=www-data
+    require_site_readable_by_www_data "$1-static" "$docroot"
+  fi
 }
 
 # The CPUs this process may use, cgroup-aware: nproc honours the affinity mask
@@ -32,8 +40,7 @@ cpus() {
   echo "$n"
 }
 
-# Started as root, nginx and Apache hand their workers to www-data (Debian's
-# default user). Fail early, with the fix, when www-data cannot read the site.
+# Fail early, with the fix, when www-data cannot read the site.
 require_site_readable_by_www_data() { # NAME DOCROOT
   if ! runuser -u www-data -- test -r "$2/index.html"; then
     echo "$1: the workers run as www-data, which cannot read $2/index.html;" \
