@@ -1,29 +1,22 @@
 package serverlab.webflux;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.springframework.boot.test.context.SpringBootTest.UseMainMethod.ALWAYS;
+import static org.springframework.boot.test.context.SpringBootTest.WebEnvironment.RANDOM_PORT;
 
 import java.io.IOException;
 import org.junit.jupiter.api.Test;
 import org.springframework.boot.test.context.SpringBootTest;
-import org.springframework.boot.test.context.TestConfiguration;
 import org.springframework.boot.test.web.server.LocalServerPort;
-import org.springframework.context.annotation.Bean;
 import serverlab.contract.AbstractServerTest;
-import serverlab.contract.Contract;
-import serverlab.contract.ServerSettings;
 
-/** The real server on a random port, driven over HTTP by the shared contract checks. */
-@SpringBootTest(webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT)
+/**
+ * The real server on a random port, driven over HTTP by the shared contract checks. It starts
+ * through main(), as in production: the settings come from the environment (WORKDAY_CALENDAR as
+ * set by the build) and main() registers the contract bean.
+ */
+@SpringBootTest(webEnvironment = RANDOM_PORT, useMainMethod = ALWAYS)
 class WebfluxServerTest extends AbstractServerTest {
-
-  /** The contract bean that main() registers, from WORKDAY_CALENDAR as set by the build. */
-  @TestConfiguration(proxyBeanMethods = false)
-  static class FromEnvironment {
-    @Bean
-    Contract contract() throws ServerSettings.InvalidSettingException {
-      return ServerSettings.fromEnvironment(WebfluxServer.DISPLAY_NAME).contract();
-    }
-  }
 
   WebfluxServerTest(@LocalServerPort int port) {
     super(WebfluxServer.DISPLAY_NAME, port);
