@@ -57,21 +57,21 @@ def plain(body: bytes, status: int = 200, headers=None) -> HTTPResponse:
 async def root(request: Request) -> HTTPResponse:
     # keep_blank_values: "?n" and "?n=" decode to an empty n (hello), and an
     # empty value given twice is still a duplicate.
-    try:
-        n = n_from_values(request.get_args(keep_blank_values=True).getlist("n"))
-    except BadRequest as exc:
-        return plain(exc.body, 400)
+    n = n_from_values(request.get_args(keep_blank_values=True).getlist("n"))
     return plain(HELLO.body() if n is None else KB_BODIES[n])
 
 
 @app.route("/workday", methods=["GET", "HEAD"])
 async def workday(request: Request) -> HTTPResponse:
-    try:
-        at = at_from_values(request.get_args(keep_blank_values=True).getlist("at"))
-    except BadRequest as exc:
-        return plain(exc.body, 400)
+    at = at_from_values(request.get_args(keep_blank_values=True).getlist("at"))
     day = CALENDAR.trading_day_now() if at is None else CALENDAR.trading_day(at)
     return plain(day.encode("ascii"))
+
+
+@app.exception(BadRequest)
+async def bad_request(request: Request, exception: BadRequest) -> HTTPResponse:
+    # A bad n or at from either route: the contract's 400 with its message.
+    return plain(exception.body, 400)
 
 
 @app.exception(NotFound)
