@@ -4,7 +4,8 @@ Stack tests (servers/<name>/tests) run with the tooling venv and start the
 stack through `loadtest.runners.native.running_stack`; these helpers keep the
 socket plumbing and the contract's vector checks in one place, so every
 stack is held to the same checks. A stack test parametrizes over the
-vectors itself (for readable test ids) and calls one `check_*` per case;
+vectors itself (for readable test ids): over INPUT_CASES with INPUT_IDS,
+calling `check_input` per case, or over one group calling its `check_*`;
 the checks raise AssertionError with the case and what came back.
 """
 
@@ -120,6 +121,35 @@ def check_at_valid(conn: http.client.HTTPConnection, case: dict) -> None:
 def check_at_invalid(conn: http.client.HTTPConnection, case: dict) -> None:
     """An invalid at (inputs.json at.invalid) is a 400 with the at message."""
     expect(conn, "/workday?" + case["raw"], 400, AT_ERROR)
+
+
+# Every vector of inputs.json as (group, case), the group being "n-valid",
+# "n-hello", "n-invalid", "at-valid" or "at-invalid"; INPUT_IDS names each
+# case for a test id: `@pytest.mark.parametrize("group, case", INPUT_CASES,
+# ids=INPUT_IDS)`.
+INPUT_CASES = [
+    (f"{param}-{group}", case)
+    for param, groups in (("n", ("valid", "hello", "invalid")), ("at", ("valid", "invalid")))
+    for group in groups
+    for case in INPUTS[param][group]
+]
+INPUT_IDS = [f"{group}:{case['raw'] or '<none>'}" for group, case in INPUT_CASES]
+_INPUT_CHECKS = {
+    "n-valid": check_n_valid,
+    "n-invalid": check_n_invalid,
+    "at-valid": check_at_valid,
+    "at-invalid": check_at_invalid,
+}
+
+
+def check_input(
+    conn: http.client.HTTPConnection, group: str, case: dict, display_name: str
+) -> None:
+    """One (group, case) of INPUT_CASES, checked by its group's `check_*`."""
+    if group == "n-hello":
+        check_hello(conn, case, display_name)
+    else:
+        _INPUT_CHECKS[group](conn, case)
 
 
 # --- the rest of the contract ---------------------------------------------------

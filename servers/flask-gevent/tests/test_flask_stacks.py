@@ -21,7 +21,7 @@ from loadtest import testing
 from loadtest.core.manifest import load
 from loadtest.core.runner import Limits
 from loadtest.runners.native import NativeRunner, base_env, running_stack
-from loadtest.testing import INPUTS, free_port
+from loadtest.testing import INPUT_CASES, INPUT_IDS, free_port
 
 SERVERS = Path(__file__).resolve().parents[2]
 STACKS = ("flask-gevent", "flask-pypy")
@@ -44,12 +44,6 @@ def server(request):
         # SIGTERM must stop the master and both workers cleanly (stop() raises
         # on a bad exit code or on processes left behind).
         assert srv.stop() in (0, -15, 143)
-
-
-@pytest.fixture
-def conn(server):
-    with testing.connection(server.port) as connection:
-        yield connection
 
 
 # --- the twins --------------------------------------------------------------
@@ -94,33 +88,19 @@ def test_both_stacks_pin_the_same_versions():
 # --- the contract over HTTP --------------------------------------------------
 
 
+@pytest.fixture
+def conn(server):
+    with testing.connection(server.port) as connection:
+        yield connection
+
+
 def test_workday_vectors(conn):
     testing.check_workday_vectors(conn)
 
 
-@pytest.mark.parametrize("case", INPUTS["n"]["valid"], ids=lambda c: c["raw"])
-def test_n_valid(conn, case):
-    testing.check_n_valid(conn, case)
-
-
-@pytest.mark.parametrize("case", INPUTS["n"]["hello"], ids=lambda c: c["raw"] or "<none>")
-def test_hello(server, conn, case):
-    testing.check_hello(conn, case, server.display_name)
-
-
-@pytest.mark.parametrize("case", INPUTS["n"]["invalid"], ids=lambda c: c["raw"])
-def test_n_invalid(conn, case):
-    testing.check_n_invalid(conn, case)
-
-
-@pytest.mark.parametrize("case", INPUTS["at"]["valid"], ids=lambda c: c["raw"])
-def test_at_valid(conn, case):
-    testing.check_at_valid(conn, case)
-
-
-@pytest.mark.parametrize("case", INPUTS["at"]["invalid"], ids=lambda c: c["raw"])
-def test_at_invalid(conn, case):
-    testing.check_at_invalid(conn, case)
+@pytest.mark.parametrize("group, case", INPUT_CASES, ids=INPUT_IDS)
+def test_input_vectors(server, conn, group, case):
+    testing.check_input(conn, group, case, server.display_name)
 
 
 def test_headers_and_exactly_one_date(conn):

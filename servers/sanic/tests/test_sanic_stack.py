@@ -14,7 +14,7 @@ from loadtest import testing
 from loadtest.core.manifest import load
 from loadtest.core.runner import Limits
 from loadtest.runners.native import running_stack
-from loadtest.testing import INPUTS, free_port
+from loadtest.testing import INPUT_CASES, INPUT_IDS, free_port
 
 STACK = Path(__file__).resolve().parent.parent
 
@@ -44,29 +44,9 @@ def test_workday_vectors(conn):
     testing.check_workday_vectors(conn)
 
 
-@pytest.mark.parametrize("case", INPUTS["n"]["valid"], ids=lambda c: c["raw"])
-def test_n_valid(conn, case):
-    testing.check_n_valid(conn, case)
-
-
-@pytest.mark.parametrize("case", INPUTS["n"]["hello"], ids=lambda c: c["raw"] or "<none>")
-def test_hello(conn, case):
-    testing.check_hello(conn, case, "Sanic")
-
-
-@pytest.mark.parametrize("case", INPUTS["n"]["invalid"], ids=lambda c: c["raw"])
-def test_n_invalid(conn, case):
-    testing.check_n_invalid(conn, case)
-
-
-@pytest.mark.parametrize("case", INPUTS["at"]["valid"], ids=lambda c: c["raw"])
-def test_at_valid(conn, case):
-    testing.check_at_valid(conn, case)
-
-
-@pytest.mark.parametrize("case", INPUTS["at"]["invalid"], ids=lambda c: c["raw"])
-def test_at_invalid(conn, case):
-    testing.check_at_invalid(conn, case)
+@pytest.mark.parametrize("group, case", INPUT_CASES, ids=INPUT_IDS)
+def test_input_vectors(conn, group, case):
+    testing.check_input(conn, group, case, "Sanic")
 
 
 def test_headers(conn):
