@@ -24,6 +24,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import psutil
+
 from loadtest.core.manifest import REPO_ROOT
 
 RESULTS_ROOT = REPO_ROOT / "results"
@@ -168,8 +170,6 @@ def os_release() -> str:
 
 
 def host_info() -> dict:
-    import psutil
-
     return {
         "cpu_model": cpu_model(),
         "cores_logical": os.cpu_count(),

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import datetime as dt
 import math
 import os
@@ -28,12 +29,24 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rich.console import Console
+
 from loadtest.bench.results import RESULTS_ROOT, git_info, host_info, new_run_id, write_json_atomic
+from loadtest.bench.run import Bench
+from loadtest.commands.bench import run_and_report
+from loadtest.core.errors import StepError
 from loadtest.core.knobs import KnobError, Knobs, load_profiles, resolve
 from loadtest.core.manifest import REPO_ROOT, ManifestError, load, stack_names
+from loadtest.core.runner import Limits
 from loadtest.core.verdict import WARMUP_WINDOW_S
 from loadtest.host.ports import port_or_free
 from loadtest.measure import steady
+from loadtest.measure.tools import get_tool
+from loadtest.measure.tools.base import LoadSpec
+from loadtest.measure.tools.oha import Oha, install_oha
+from loadtest.report.charts import plt
+from loadtest.runners.conformance import run_conformance
+from loadtest.runners.native import NativeRunner
 
 SMOKE_DURATION_S = 1.0
 SMOKE_AB_REQUESTS = 300
@@ -105,7 +118,7 @@ def cmd_lab(args: argparse.Namespace) -> int:
     try:
         knobs = resolve(lab.profile, env, {})
         if smoke:
-            shrink_for_smoke(knobs)
+            knobs = shrink_for_smoke(knobs)
     except (KnobError, ManifestError) as exc:
         print(f"lab {lab.number}: {exc}")
         return 2
@@ -117,36 +130,33 @@ def cmd_lab(args: argparse.Namespace) -> int:
 
 def runnable_stacks(names: list[str]) -> list[str]:
     """The stacks of a list that exist here and whose toolchain is present, in order."""
-    from loadtest.runners.native import NativeRunner
-
     runner = NativeRunner()
     known = set(stack_names())
     return [n for n in names if n in known and not runner.unavailable_reason(load(n))]
 
 
-def shrink_for_smoke(knobs: Knobs) -> None:
+def shrink_for_smoke(knobs: Knobs) -> Knobs:
     """A lab's whole path in seconds: one stack, the extreme levels, 1 s runs, no ceiling."""
-    knobs.duration = min(knobs.duration, SMOKE_DURATION_S)
-    knobs.warmup = 0
-    knobs.repeat = 1
-    knobs.calibration = False
+    changes = {
+        "duration": min(knobs.duration, SMOKE_DURATION_S),
+        "warmup": 0,
+        "repeat": 1,
+        "calibration": False,
+        "requests": {k: min(v, SMOKE_AB_REQUESTS) for k, v in knobs.requests.items()},
+    }
     if len(knobs.connections) > 2:
-        knobs.connections = [min(knobs.connections), max(knobs.connections)]
+        changes["connections"] = [min(knobs.connections), max(knobs.connections)]
     if len(knobs.server_cpu_quota) > 2:
-        knobs.server_cpu_quota = [knobs.server_cpu_quota[0], knobs.server_cpu_quota[-1]]
-    knobs.requests = {k: min(v, SMOKE_AB_REQUESTS) for k, v in knobs.requests.items()}
+        changes["server_cpu_quota"] = [knobs.server_cpu_quota[0], knobs.server_cpu_quota[-1]]
     if knobs.sources.get("servers") == "profile":
         runnable = runnable_stacks(knobs.servers)
-        knobs.servers = runnable[:1] or knobs.servers[:1]
+        changes["servers"] = runnable[:1] or knobs.servers[:1]
+    return dataclasses.replace(knobs, **changes)
 
 
 def run_bench_lab(lab: Lab, knobs: Knobs, results_dir: Path) -> int:
-    from rich.console import Console
-
-    from loadtest.bench.run import Bench
-
     folder = results_dir / new_run_id(lab.profile)
-    code = Bench(knobs, folder, Console(highlight=False, soft_wrap=True)).run()
+    code = run_and_report(Bench(knobs, folder, Console(highlight=False, soft_wrap=True)))
     print(f"\nLab {lab.number} report: {_shown(folder / 'report.html')}")
     print(f"  tables: {_shown(folder / 'summary.md')}; charts: {_shown(folder / 'charts')}/")
     print(f"  what to look for and the questions: {lab.page}")
@@ -206,8 +216,6 @@ class Stall:
 
 def oha_uncorrected():
     """oha at a constant rate, latency measured from when each request was actually sent."""
-    from loadtest.measure.tools.oha import Oha
-
     class OhaUncorrected(Oha):
         def command(self, spec):
             return [arg for arg in super().command(spec) if arg != "--latency-correction"]
@@ -294,10 +302,6 @@ def coordinated_omission(settings: dict, folder: Path, say=print) -> dict:
     contract; each run loads it for `duration` s, and the stalled runs pause
     its whole process group for `stall_for` s from `stall_at` s.
     """
-    from loadtest.bench.run import install_oha
-    from loadtest.measure.tools import get_tool
-    from loadtest.runners.native import NativeRunner
-
     manifest = load(settings["stack"])
     runner = NativeRunner()
     reason = runner.unavailable_reason(manifest)
@@ -305,9 +309,7 @@ def coordinated_omission(settings: dict, folder: Path, say=print) -> dict:
         raise KnobError(f"lab 5: stack {manifest.name} cannot run here ({reason}); set SERVERS=")
     tools = {"oha": get_tool("oha"), "oha-uncorrected": oha_uncorrected(), "wrk": get_tool("wrk")}
     if not tools["oha"].available():
-        from rich.console import Console
-
-        install_oha(Console())
+        install_oha()
     for name in ("oha", "wrk"):
         if not tools[name].available():
             raise KnobError(
@@ -328,10 +330,6 @@ def coordinated_omission(settings: dict, folder: Path, say=print) -> dict:
 
 
 def _measure_lab5(settings: dict, folder: Path, manifest, runner, tools: dict, say) -> dict:
-    from loadtest.core.runner import Limits
-    from loadtest.measure.tools.base import LoadSpec
-    from loadtest.runners.conformance import run_conformance
-
     limits = Limits(cpus=tuple(settings["server_cpus"]))
     server = runner.start(manifest, limits, settings.get("port"))
     data = {
@@ -458,13 +456,6 @@ def _latency_line(record: dict) -> str:
 
 def lab5_chart(data: dict, path: Path) -> Path | None:
     """p50/p90/p99/p99.9 of each run as grouped bars on a log scale."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return None
     marks = ["p50", "p90", "p99", "p99.9"]
     # One bar group per measurement; a measurement repeated in rounds shows its medians.
     groups: dict[str, list[dict]] = {}
@@ -575,8 +566,6 @@ def run_lab5(knobs: Knobs, results_dir: Path, smoke: bool) -> int:
         print(str(exc))
         return 2
     except Exception as exc:
-        from loadtest.core.errors import StepError
-
         if isinstance(exc, StepError):
             print(exc.explain())
             return 1

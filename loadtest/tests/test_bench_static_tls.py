@@ -27,6 +27,7 @@ pytestmark = pytest.mark.skipif(
 SCRIPT = """
 import argparse, sys, types
 from loadtest.bench import run as bench
+from loadtest.bench.instance import InstanceRunner
 from loadtest.commands import bench as bench_command
 from loadtest.bench import plan
 from loadtest.tests.tls_nginx import TlsNginx
@@ -42,17 +43,17 @@ def prepare(self, stacks, run_info):
         self.record_stack(name, "build", "ok", "stand-in")
 
 def verify(self, stack, server, ready_s):
-    self.verified.add(stack)
-    self.record_stack(stack, "verify", "ok", "stand-in, not verified")
+    self.bench.verified.add(stack)
+    self.bench.record_stack(stack, "verify", "ok", "stand-in, not verified")
 
 def start_server(self, instance):
-    cpus = plan.server_cpus_for(self.knobs, instance.cores)
-    folder = self.folder / "stand-ins" / f"{instance.stack}-{self.seq}"
+    cpus = plan.server_cpus_for(self.bench.knobs, instance.cores)
+    folder = self.bench.folder / "stand-ins" / f"{instance.stack}-{self.bench.seq}"
     return TlsNginx(folder, cpus=cpus, cpu_quota=instance.quota, gzip=STACKS[instance.stack])
 
 bench.Bench.prepare = prepare
-bench.Bench.verify = verify
-bench.Bench.start_server = start_server
+InstanceRunner.verify = verify
+InstanceRunner.start_server = start_server
 parser = argparse.ArgumentParser()
 bench_command.register(parser.add_subparsers())
 sys.exit(bench_command.cmd_bench(parser.parse_args(["bench", *sys.argv[1:]])))

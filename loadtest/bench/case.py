@@ -1,0 +1,247 @@
+"""One case on a started stack: warm-up until steady, JIT priming, the load run, its record.
+
+A `CaseRunner` measures for one `Bench` (loadtest/bench/run.py): it reads the
+run's knobs, results writer and load-tool executor from it and appends one
+measurement record per case to results.jsonl.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from rich.markup import escape
+
+from loadtest.bench import plan
+from loadtest.bench.console import rates, status_line
+from loadtest.bench.plan import Case, Instance
+from loadtest.bench.record import foreign_load, limits
+from loadtest.core.knobs import SCENARIO_HEADERS, SCENARIOS
+from loadtest.core.verdict import NOISY_FOREIGN_PCT, WARMUP_WINDOW_S
+from loadtest.measure import steady, ttfb
+from loadtest.measure.metrics import UsageSampler, response_bytes
+from loadtest.measure.tools import get_tool
+from loadtest.measure.tools.base import LoadSpec, client_bound, tool_cpu_share
+from loadtest.runners import calibration
+
+
+class CaseRunner:
+    def __init__(self, bench) -> None:
+        self.bench = bench
+        self.response_bytes: dict[tuple[str, str], dict] = {}
+        self.peaks: dict[tuple, float] = {}
+
+    def measure_response_bytes(self, stack: str, server, instance: Instance) -> None:
+        port = int(server.base_url.rsplit(":", 1)[1])
+        for scenario in {c.scenario for c in instance.cases}:
+            if (stack, scenario) not in self.response_bytes:
+                measured = response_bytes(
+                    "127.0.0.1", port, SCENARIOS[scenario],
+                    tls_cert=getattr(server, "tls_cert", None),
+                    headers=SCENARIO_HEADERS.get(scenario, ()),
+                )  # fmt: skip
+                self.response_bytes[(stack, scenario)] = measured.to_dict()
+
+    def spec(self, server, case: Case, rate: float | None = None, duration=None):
+        k = self.bench.knobs
+        fixed = case.tool in ("ab", "h2load") and duration is None
+        return LoadSpec(
+            url=server.base_url + case.path,
+            connections=case.connections,
+            duration=duration if duration is not None else k.duration,
+            timeout=k.timeout,
+            threads=k.threads,
+            rate=rate,
+            requests=k.requests.get(case.scenario) if fixed else None,
+            keepalive=k.keepalive,
+            client_cpus=k.client_cpus,
+            priority=self.bench.priority,
+            headers=case.headers,
+            # HTTP/2 here means over TLS (ALPN); no stack speaks cleartext h2c.
+            http1=k.http == "1.1" or not server.base_url.startswith("https:"),
+            ca_cert=str(server.tls_cert) if getattr(server, "tls_cert", None) else None,
+        )
+
+    def warm_up(self, server, instance: Instance, scenario: str) -> steady.WarmUp | None:
+        """Load before a scenario's first case until its throughput is steady (JITs,
+        caches, pools): one-second windows, at most WARMUP seconds (loadtest/steady.py)."""
+        if self.bench.knobs.warmup <= 0:
+            return None
+        connections = max(c.connections for c in instance.cases if c.scenario == scenario)
+        # h2load cases warm up with h2load: the same protocol, TLS sessions and headers.
+        tool = "h2load" if self.bench.knobs.tool == "h2load" else "wrk"
+        case = Case(instance.stack, instance.quota, scenario, connections, tool, "",
+                    instance.repetition, "warmup", instance.cores)  # fmt: skip
+        spec = self.spec(server, case, duration=WARMUP_WINDOW_S)
+        raw = self.bench.folder / "raw" / "warmup" / raw_name(case)
+        primed = self.prime(server, instance, case, tool)
+        windows = 0
+
+        def window() -> float | None:
+            nonlocal windows
+            windows += 1
+            self.bench.progress.update(self.bench.task, description=f"{instance.stack} {scenario} warm-up {windows}s")
+            result = get_tool(tool).run(spec, raw.with_name(f"{raw.name}.w{windows}"), self.bench.executor)
+            return result.rps if result.ok and result.requests > 0 else None
+
+        warmed = steady.warm_up(window, self.bench.knobs.warmup, primed)
+        if not warmed.steady and not warmed.problem:
+            self.bench.say(f"[yellow]! {escape(instance.stack)} {scenario}: not steady after "
+                     f"{warmed.seconds:g} s of warm-up (windows {rates(warmed.curve)})[/]")  # fmt: skip
+        return warmed
+
+    def prime(self, server, instance: Instance, case: Case, tool: str) -> float:
+        """Before an instance's first warm-up: the seconds of load its manifest
+        declares (`warmup_s`, a JIT's compile queue) in one run."""
+        manifest = self.bench.manifests.get(instance.stack)
+        seconds = manifest.warmup_s if manifest else 0.0
+        first = case.scenario == instance.cases[0].scenario
+        if not seconds or not first:
+            return 0.0
+        self.bench.progress.update(self.bench.task, description=f"{instance.stack} JIT warm-up {seconds:g} s")
+        raw = self.bench.folder / "raw" / "warmup" / (raw_name(case) + ".primed")
+        get_tool(tool).run(self.spec(server, case, duration=seconds), raw, self.bench.executor)
+        return seconds
+
+    def run(self, server, instance: Instance, case: Case, warmed=None) -> None:
+        k = self.bench.knobs
+        rate = None
+        fraction = None
+        if case.rate.endswith("%"):
+            fraction = float(case.rate[:-1]) / 100
+            peak = self.peaks.get(peak_key(case))
+            if not peak:
+                self.bench.say(f"[yellow]! {case.stack} {case.scenario}: no peak measured, "
+                         f"skipping oha at {case.rate}[/]")  # fmt: skip
+                return
+            rate = max(1.0, round(peak * fraction))
+        elif case.rate:
+            rate = float(case.rate)
+        tool = get_tool(case.tool)
+        spec = self.spec(server, case, rate=rate)
+        self.bench.seq += 1
+        self.bench.progress.update(
+            self.bench.task,
+            description=f"{case.stack} {case.scenario} c={case.connections}"
+            + (f" @{rate:g}/s" if rate else ""),
+        )
+        started_at = now()
+        self.bench.prioritize(server)  # workers forked since start get it too
+        cpus = plan.server_cpus_for(k, case.cores)
+        sampler = UsageSampler(server.pids, cpus, k.client_cpus)
+        sampler.start()
+        try:
+            result = tool.run(spec, self.bench.folder / "raw" / raw_name(case, self.bench.seq), self.bench.executor)
+        finally:
+            usage = sampler.stop()
+        alive = server.is_alive()
+        cores = tool.usable_cores(spec)
+        share = tool_cpu_share(result.tool_cpu_s, result.wall_s, cores)
+        bound = client_bound(result.tool_cpu_s, result.wall_s, cores)
+        # A case cut short by the server's death measured the crash, not the stack:
+        # kept for the record, never counted (and measured again by --resume).
+        ok = result.ok and result.requests > 0 and alive
+        if not alive:
+            result.problem = "; ".join(
+                p for p in ("server exited during the case", result.problem) if p
+            )
+        shared = bool(set(cpus) & set(k.client_cpus))
+        tool_used = result.tool_cpu_s / result.wall_s if result.wall_s else 0
+        foreign = foreign_load(usage, tool_used, k, cpus)
+        # Fresh connections tell something even when the load failed (one request each).
+        first_byte = self.ttfb(server, case) if server.is_alive() else {}
+        record = {
+            "kind": "measurement",
+            "seq": self.bench.seq,
+            "run_id": self.bench.run_id,
+            "key": case.key,
+            "status": "ok" if ok else "failed",
+            "problem": result.problem,
+            "stack": case.stack,
+            "display_name": self.bench.display_name(case.stack),
+            "ceiling": case.stack == calibration.NAME,
+            "runner": "native" if case.stack == calibration.NAME else k.runner,
+            # The TLS front the stack was measured behind ("none": plain HTTP; the ceiling never).
+            "front": "none" if case.stack == calibration.NAME else k.front,
+            # Where the load tool ran: "host" or "loadgen-container" (a Docker run).
+            "client": self.bench.executor.where,
+            "scenario": case.scenario,
+            "path": case.path,
+            "connections": case.connections,
+            "tool": case.tool,
+            "phase": case.phase,
+            "rate_spec": case.rate,
+            "rate": rate,
+            "rate_fraction": fraction,
+            "repetition": case.repetition,
+            "cpu_quota": case.quota,
+            "server_cores": len(cpus),
+            # Share of the server cores the quota allows (1 = uncapped).
+            "cpu_share": round(case.quota / len(cpus), 4) if case.quota is not None else 1.0,
+            # Server and load tool on the same cores (e.g. 2 server cores on a 2-core host).
+            "shared_cores": shared,
+            "server_memory": k.server_memory or None,
+            "server_cpus": list(cpus),
+            "client_cpus": list(k.client_cpus),
+            "threads": k.threads if case.tool in ("wrk", "h2load") else None,
+            "headers": dict(case.headers),
+            "duration_s": k.duration,
+            "keepalive": k.keepalive if case.tool == "ab" else True,
+            "started_at": started_at,
+            "result": result.to_dict(),
+            "server": usage.to_dict(),
+            "tool_cpu_share": round(share, 4),
+            "tool_cores": cores,
+            "priority": self.bench.priority,
+            "client_bound": bound,
+            # CPU used on the pinned cores by anything but the server and the tool.
+            "foreign_load_pct": foreign,
+            "noisy": any(v is not None and v > NOISY_FOREIGN_PCT for v in foreign.values()),
+            "response": self.response_bytes.get((case.stack, case.scenario)),
+            "server_alive_after": alive,
+            **first_byte,
+            **(warmed.to_dict() if warmed else {}),
+        }
+        record.update(limits(record, fraction is not None or rate is not None))
+        self.bench.writer.write(record)
+        if case.phase == "peak" and ok:
+            self.peaks[peak_key(case)] = result.rps
+        self.bench.cases_run += 1
+        self.bench.progress.update(self.bench.task, advance=plan.case_seconds(k, case),
+                             cases=f"{self.bench.cases_run}/{self.bench.cases_total}")  # fmt: skip
+        self.bench.say(status_line(record, f"[{self.bench.cases_run}/{self.bench.cases_total}]", bool(k.server_cores)))
+
+    def ttfb(self, server, case: Case) -> dict:
+        """TTFB_SAMPLES fresh connections on the now idle server (the `ttfb_*` fields)."""
+        if not self.bench.knobs.ttfb or case.phase != "measure":
+            return {}
+        self.bench.progress.update(self.bench.task, description=f"{case.stack} {case.scenario} TTFB")
+        raw = self.bench.folder / "raw" / (raw_name(case, self.bench.seq) + "-ttfb")
+        return ttfb.measure(
+            server.base_url + case.path, getattr(server, "tls_cert", None), raw,
+            samples=self.bench.knobs.ttfb, headers=case.headers, cpus=self.bench.knobs.client_cpus,
+            priority=self.bench.priority, timeout=self.bench.knobs.timeout,
+        )  # fmt: skip
+
+
+def peak_key(case_or_record) -> tuple:
+    get = (
+        (lambda k: case_or_record[k])
+        if isinstance(case_or_record, dict)
+        else (lambda k: getattr(case_or_record, {"cpu_quota": "quota"}.get(k, k)))
+    )
+    return (get("stack"), get("cpu_quota"), get("scenario"), get("connections"), get("repetition"))
+
+
+def raw_name(case: Case, seq: int | None = None) -> str:
+    parts = [f"{seq:04d}" if seq else "", case.stack, case.scenario, f"c{case.connections}"]
+    if case.quota is not None:
+        parts.append(f"q{case.quota:g}")
+    if case.cores is not None:
+        parts.append(f"{case.cores}cores")
+    parts.append(case.tool + (f"-{case.rate.replace('%', 'pct')}" if case.rate else ""))
+    parts.append(f"r{case.repetition}")
+    return "-".join(p for p in parts if p)
+
+
+def now() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")

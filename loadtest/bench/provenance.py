@@ -1,0 +1,59 @@
+"""What a run records about itself in run.json: versions, host, knobs, fronts, stacks."""
+
+from __future__ import annotations
+
+import datetime as dt
+import sys
+
+from loadtest.bench.results import git_info, host_info
+from loadtest.core.knobs import Knobs
+from loadtest.core.manifest import REPO_ROOT
+from loadtest.measure.tools import TOOLS, get_tool
+from loadtest.runners import calibration, front
+
+
+def tool_versions(knobs: Knobs) -> dict:
+    """Every load tool of this host (or "absent"), nginx for the ceiling, and the front."""
+    versions = {}
+    for name in TOOLS:
+        tool = get_tool(name)
+        versions[name] = tool.version() if tool.available() else "absent"
+    versions["nginx"] = calibration.version()
+    if knobs.front != "none":
+        versions["front"] = front.version(knobs.front)
+    return versions
+
+
+def front_provenance(knobs: Knobs) -> dict:
+    kind = knobs.front
+    if kind == "none":
+        return {"kind": "none"}
+    template = front.FRONTS[kind].template
+    return {
+        "kind": kind,
+        "version": front.version(kind),
+        "template": str(template.relative_to(REPO_ROOT)),
+        "configs": {},  # stack -> the rendered config, filled in at its first start
+    }
+
+
+def provenance(
+    run_id: str, knobs: Knobs, manifests: dict, runner_choice: dict, priority: int
+) -> dict:
+    """run.json as a run starts; `manifests` is each stack's manifest provenance."""
+    return {
+        "run_id": run_id,
+        "started_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "command": sys.argv,
+        "git": git_info(),
+        "host": host_info(),
+        "tools": tool_versions(knobs),  # a Docker run replaces wrk, ab, oha: start_client
+        "runner": runner_choice,
+        "client": {"where": "host"} if knobs.runner == "native" else {},
+        "knobs": knobs.to_dict(),
+        "stacks": manifests,
+        "runtime_versions": {},
+        "priority_applied": priority,
+        "front": front_provenance(knobs),
+        "status": "running",
+    }
