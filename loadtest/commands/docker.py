@@ -40,9 +40,9 @@ HADOLINT_VENV = REPO_ROOT / ".build" / "hadolint"
 
 
 def dockerfiles() -> list[Path]:
-    """Every Dockerfile of the project: stacks, loadgen, stand-in recipes."""
+    """Every Dockerfile of the project: stacks, families, loadgen, stand-in recipes."""
     found = sorted(REPO_ROOT.glob("servers/*/Dockerfile"))
-    found = [p for p in found if not p.parent.name.startswith("_")]
+    found += sorted(REPO_ROOT.glob("servers/_shared/*/Dockerfile"))
     found.append(compose_file.LOADGEN_DOCKERFILE)
     found.extend(sorted((REPO_ROOT / "docker" / "standins").glob("*.Dockerfile")))
     return found

@@ -239,6 +239,8 @@ def validate_data(data: dict) -> list[str]:
         problems.append(f"'contract' must be one of {', '.join(CONTRACTS)}")
     if not isinstance(data.get("tls", False), bool):
         problems.append("'tls' must be true or false")
+    if not isinstance(data["docker"].get("start", ""), str):
+        problems.append("'docker.start' must be a string (the start command of a family Dockerfile)")
     warmup = data.get("warmup_s", 0)
     if isinstance(warmup, bool) or not isinstance(warmup, (int, float)) or not 0 <= warmup <= 300:
         problems.append("'warmup_s' must be a number of seconds in 0..300")

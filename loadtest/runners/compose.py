@@ -118,14 +118,31 @@ def image_name(service: str) -> str:
 
 
 def dockerfile_path(manifest: Manifest) -> Path:
-    return manifest.folder / manifest.docker["dockerfile"]
+    """The stack's own Dockerfile, or its family's (servers/_shared/<family>/Dockerfile)."""
+    return (manifest.folder / manifest.docker["dockerfile"]).resolve()
 
 
-def build_section(service: str, dockerfile: Path) -> dict:
+def declared_args(dockerfile: Path) -> set[str]:
+    """Every `ARG NAME` of a Dockerfile, with or without a default."""
+    text = dockerfile.read_text(encoding="utf-8") if dockerfile.is_file() else ""
+    return set(re.findall(r"^\s*ARG\s+([A-Za-z_][A-Za-z0-9_]*)", text, re.MULTILINE))
+
+
+def stack_args(manifest: Manifest, dockerfile: Path) -> dict[str, str]:
+    """What a family Dockerfile needs to build one stack: its folder, port and start
+    command, from the manifest (STACK, PORT, START where the Dockerfile declares them)."""
+    known = {"STACK": manifest.name, "PORT": str(manifest.port)}
+    if "start" in manifest.docker:
+        known["START"] = manifest.docker["start"]
+    return {name: value for name, value in known.items() if name in declared_args(dockerfile)}
+
+
+def build_section(service: str, dockerfile: Path, fixed: dict[str, str] | None = None) -> dict:
     args = {
         name: f"${{{env_name(service, name)}:-{default}}}"
         for name, default in base_image_args(dockerfile).items()
     }
+    args.update(fixed or {})
     section = {
         "context": ".",
         "dockerfile": dockerfile.relative_to(REPO_ROOT).as_posix(),
@@ -143,7 +160,9 @@ def stack_service(manifest: Manifest) -> dict:
     service = {
         "<<": "*hardening",
         "image": image_name(manifest.name),
-        "build": build_section(manifest.name, dockerfile_path(manifest)),
+        "build": build_section(
+            manifest.name, dockerfile_path(manifest), stack_args(manifest, dockerfile_path(manifest))
+        ),
         "profiles": [manifest.name, "servers"],
         "environment": {
             # The manifest's port; <SERVICE>_PORT moves it (the harness's tests

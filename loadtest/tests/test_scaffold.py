@@ -85,6 +85,10 @@ def fake_servers(tmp_path: Path, ports: dict[str, int]) -> Path:
     """A servers/ folder with the real templates and minimal stacks on the given ports."""
     servers = tmp_path / "servers"
     shutil.copytree(TEMPLATES, servers / "_templates")
+    # The family Dockerfiles a template may name (../_shared/<family>/Dockerfile).
+    for family in (REPO_ROOT / "servers" / "_shared").glob("*/Dockerfile"):
+        (servers / "_shared" / family.parent.name).mkdir(parents=True, exist_ok=True)
+        shutil.copy(family, servers / "_shared" / family.parent.name / "Dockerfile")
     gin = (REPO_ROOT / "servers" / "gin" / "server.toml").read_text()
     for name, port in ports.items():
         folder = servers / name
@@ -139,14 +143,18 @@ def test_template_renders_a_valid_commented_stack(tmp_path, language):
         assert lines[index - 1].startswith("#"), f"{language}: no comment above {key}"
     assert tomllib.loads("\n".join(lines))["tuning"], "at least one [[tuning]] entry"
 
-    # Dockerfile: base images are ARGs pinned to exact official tags; non-root.
-    dockerfile = created.folder / "Dockerfile"
+    # Dockerfile (its own or its family's): base images are ARGs pinned to exact
+    # official tags; non-root; the stack's port exposed.
+    dockerfile = compose.dockerfile_path(manifest)
     images = compose.official_base_images(dockerfile)
     assert images, f"{language}: no base-image ARG"
     for arg, ref in images.items():
         assert EXACT_TAG.match(ref), f"{language}: {arg}={ref} is not an exact tag"
     text = dockerfile.read_text()
-    assert "USER " in text and "extra_ca" in text and f"EXPOSE {created.port}" in text
+    assert "USER " in text and "extra_ca" in text
+    port = compose.stack_args(manifest, dockerfile).get("PORT", str(created.port))
+    assert port == str(created.port)
+    assert f"EXPOSE {created.port}" in text or "EXPOSE ${PORT}" in text
     froms = [ln.split()[1] for ln in text.splitlines() if ln.startswith("FROM")]
     assert all(image.startswith("${") or image == "scratch" for image in froms), froms
 
