@@ -239,8 +239,9 @@ def validate_data(data: dict) -> list[str]:
         problems.append(f"'contract' must be one of {', '.join(CONTRACTS)}")
     if not isinstance(data.get("tls", False), bool):
         problems.append("'tls' must be true or false")
-    if not isinstance(data["docker"].get("start", ""), str):
-        problems.append("'docker.start' must be a string (the start command of a family Dockerfile)")
+    for key in ("start", "build_packages", "runtime_packages"):  # a family Dockerfile's
+        if not isinstance(data["docker"].get(key, ""), str):
+            problems.append(f"'docker.{key}' must be a string")
     warmup = data.get("warmup_s", 0)
     if isinstance(warmup, bool) or not isinstance(warmup, (int, float)) or not 0 <= warmup <= 300:
         problems.append("'warmup_s' must be a number of seconds in 0..300")

@@ -128,12 +128,18 @@ def declared_args(dockerfile: Path) -> set[str]:
     return set(re.findall(r"^\s*ARG\s+([A-Za-z_][A-Za-z0-9_]*)", text, re.MULTILINE))
 
 
+# [docker] keys of a manifest that a family Dockerfile takes as build args.
+FAMILY_KEYS = ("start", "build_packages", "runtime_packages")
+
+
 def stack_args(manifest: Manifest, dockerfile: Path) -> dict[str, str]:
-    """What a family Dockerfile needs to build one stack: its folder, port and start
-    command, from the manifest (STACK, PORT, START where the Dockerfile declares them)."""
+    """What a family Dockerfile needs to build one stack, from its manifest: STACK
+    (the folder), PORT, and START, BUILD_PACKAGES, RUNTIME_PACKAGES from [docker];
+    each only where the Dockerfile declares it."""
     known = {"STACK": manifest.name, "PORT": str(manifest.port)}
-    if "start" in manifest.docker:
-        known["START"] = manifest.docker["start"]
+    for key in FAMILY_KEYS:
+        if key in manifest.docker:
+            known[key.upper()] = manifest.docker[key]
     return {name: value for name, value in known.items() if name in declared_args(dockerfile)}
 
 
