@@ -275,7 +275,7 @@ def test_stack_that_never_becomes_ready(stacks, tmp_path):
         "stuck", run='echo $$ > "$BUILD_DIR/pgid"; echo "waiting for a lock"; exec sleep 600'
     )
     result = run_bench(stacks, tmp_path / "results", [stuck, good], "--duration", "1",
-                       prelude="import loadtest.bench.run as b; b.READY_TIMEOUT_S = 3")  # fmt: skip
+                       prelude="import loadtest.bench.instance as b; b.READY_TIMEOUT_S = 3")  # fmt: skip
     output = result.stdout + result.stderr
     assert result.returncode == 1, output
     folder = only_run(tmp_path / "results")
