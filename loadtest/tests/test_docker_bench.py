@@ -68,7 +68,7 @@ def test_bench_loads_from_the_loadgen_container(tmp_path):
         command = record["result"]["command"]
         assert command[:3] == ["taskset", "-c", ",".join(map(str, record["client_cpus"]))]
         assert command[3] == "wrk"
-        assert command[command.index("-s") + 1] == "/opt/serverlab/loadtest/tools/wrk_report.lua"
+        assert command[command.index("-s") + 1] == "/opt/serverlab/loadtest/measure/tools/wrk_report.lua"
         assert record["result"]["tool_cpu_s"] > 0  # the loadgen's cgroup CPU time
     if calibration.nginx_path():
         assert calibration.NAME in stacks  # the ceiling, loaded by the same client
