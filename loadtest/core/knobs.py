@@ -152,6 +152,18 @@ def _items(value) -> list:
     return split_list(value) if isinstance(value, str) else list(value)
 
 
+def _texts(value) -> list[str]:
+    return [str(x) for x in _items(value)]
+
+
+def _ints(value) -> list[int]:
+    return [int(x) for x in _items(value)]
+
+
+def _floats(value) -> list[float]:
+    return [float(x) for x in _items(value)]
+
+
 def _seconds(value) -> float:
     return float(str(value).rstrip("s"))
 
@@ -181,17 +193,17 @@ class Knob:
 # Every knob, once. Defaults live in profiles.toml's [defaults]; the rules that
 # relate knobs to each other are in `validate`.
 KNOB_TABLE = (
-    Knob("SERVERS", "servers", lambda v: [str(x) for x in _items(v)]),
-    Knob("SCENARIOS", "scenarios", lambda v: [str(x) for x in _items(v)]),
-    Knob("CONNECTIONS", "connections", lambda v: [int(x) for x in _items(v)]),
+    Knob("SERVERS", "servers", _texts),
+    Knob("SCENARIOS", "scenarios", _texts),
+    Knob("CONNECTIONS", "connections", _ints),
     Knob("DURATION", "duration", _seconds),
     Knob("WARMUP", "warmup", _seconds),
     Knob("REPEAT", "repeat", _whole),
     Knob("SERVER_CPUS", "server_cpus", _cores),
     Knob("CLIENT_CPUS", "client_cpus", _cores),
-    Knob("SERVER_CPU_QUOTA", "server_cpu_quota", lambda v: [float(x) for x in _items(v)]),
+    Knob("SERVER_CPU_QUOTA", "server_cpu_quota", _floats),
     Knob("SERVER_MEMORY", "server_memory", str),
-    Knob("RATE", "rate", lambda v: [str(x) for x in _items(v)]),
+    Knob("RATE", "rate", _texts),
     Knob("TOOL", "tool", str),
     Knob("SEED", "seed", _whole),
     Knob("RUNNER", "runner", str),
@@ -199,7 +211,7 @@ KNOB_TABLE = (
     Knob("PRIORITY", "priority", _whole),
     Knob("FRONT", "front", str),
     Knob("TTFB", "ttfb", _whole),
-    Knob("SERVER_CORES", "server_cores", lambda v: [int(x) for x in _items(v)]),
+    Knob("SERVER_CORES", "server_cores", _ints),
     Knob("HTTP", "http", str),
 )
 # Knob name -> key, for the command line and the environment.
