@@ -59,7 +59,8 @@ fi
 
 if [[ -f servers/_shared/java/pom.xml ]]; then
   if command -v mvn >/dev/null && command -v java >/dev/null; then
-    stage java-unit mvn -B -ntp -f servers/_shared/java/pom.xml verify
+    # The JDK the stacks run with natively (the newest 21+; see with-jdk).
+    stage java-unit servers/_shared/java/with-jdk mvn -B -ntp -f servers/_shared/java/pom.xml verify
   else
     skip java-unit "mvn or java not found"
   fi

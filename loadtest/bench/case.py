@@ -14,6 +14,7 @@ from rich.markup import escape
 from loadtest.bench import plan
 from loadtest.bench.console import rates, status_line
 from loadtest.bench.plan import Case, Instance
+from loadtest.bench.provenance import runtime_ran
 from loadtest.bench.record import foreign_load, limits
 from loadtest.core.knobs import SCENARIO_HEADERS, SCENARIOS
 from loadtest.core.verdict import NOISY_FOREIGN_PCT, WARMUP_WINDOW_S
@@ -158,6 +159,10 @@ class CaseRunner:
             "problem": result.problem,
             "stack": case.stack,
             "display_name": self.bench.display_name(case.stack),
+            # The runtime version that ran (None for the ceiling): run.json has the details.
+            "runtime": runtime_ran(
+                self.bench.run_info, self.bench.manifests.get(case.stack)
+            ),
             "ceiling": case.stack == calibration.NAME,
             "runner": "native" if case.stack == calibration.NAME else k.runner,
             # The TLS front the stack was measured behind ("none": plain HTTP; the ceiling never).

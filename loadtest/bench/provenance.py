@@ -57,3 +57,19 @@ def provenance(
         "front": front_provenance(knobs),
         "status": "running",
     }
+
+
+def runtime_ran(run_info: dict | None, manifest) -> str | None:
+    """The runtime version a stack actually ran on, as read at build time.
+
+    Natively its manifest's version command (e.g. the JDK with-jdk picked);
+    in Docker what the stand-in base images hold, else the image's runtime.
+    None for the ceiling and a stack that never built.
+    """
+    info = (run_info or {}).get("runtime_versions", {}).get(getattr(manifest, "name", ""), {})
+    if manifest is None or not info:
+        return None
+    if "runtime_native" in info:
+        return info["runtime_native"]
+    inside = "; ".join(sorted(set(info.get("standin_content", {}).values())))
+    return inside or f"{manifest.runtime} {manifest.runtime_version}"

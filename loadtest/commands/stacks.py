@@ -17,7 +17,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def cmd_list(args: argparse.Namespace) -> int:
     runner = NativeRunner()
-    rows = [("stack", "language", "framework", "runtime", "port", "native")]
+    rows = [("stack", "language", "framework", "runtime (image)", "runtime here", "port", "native")]
     for m in manifests.load_all(manifests.stack_ids()):  # variants too (name@variant)
         reason = runner.unavailable_reason(m)
         rows.append(
@@ -26,6 +26,7 @@ def cmd_list(args: argparse.Namespace) -> int:
                 m.language,
                 f"{m.framework} {m.framework_version}",
                 f"{m.runtime} {m.runtime_version}",
+                native_runtime(runner, m) if reason is None else "-",
                 str(m.port),
                 reason or "ok",
             )
@@ -34,6 +35,15 @@ def cmd_list(args: argparse.Namespace) -> int:
     for row in rows:
         print("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())
     return 0
+
+
+def native_runtime(runner: NativeRunner, manifest: manifests.Manifest) -> str:
+    """What the stack runs on natively here: its version command's answer.
+
+    A stack whose runtime lives in its build (a Python venv) says so until built.
+    """
+    version = runner.versions(manifest)["runtime_native"]
+    return "(not built yet)" if version == "unknown" else version
 
 
 def cmd_validate(args: argparse.Namespace) -> int:

@@ -130,7 +130,8 @@ class NativeRunner:
             timeout=60,
         )
         text = (result.stdout or result.stderr).strip().splitlines()
-        return {"runtime_native": text[0] if text else "unknown"}
+        ran = result.returncode == 0 and text
+        return {"runtime_native": text[0] if ran else "unknown"}
 
 
 class NativeServer(ProcessGroupServer):
