@@ -5,7 +5,14 @@ import statistics
 
 import pytest
 
-from loadtest.core.stats import coefficient_of_variation, mid_mean, summarize
+from loadtest.core.stats import (
+    bootstrap_ci,
+    coefficient_of_variation,
+    mann_whitney_p,
+    mid_mean,
+    ratio_ci,
+    summarize,
+)
 
 
 def test_mid_mean_drops_highest_and_lowest():
@@ -36,3 +43,40 @@ def test_cv_edge_cases():
     assert coefficient_of_variation([2.0, 2.0]) == 0
     assert summarize([]).median is None
     assert not math.isnan(summarize([3.0]).median)
+
+
+def test_bootstrap_interval_holds_the_median_and_is_repeatable():
+    rounds = [100.0, 104.0, 98.0, 101.0, 103.0]
+    low, high = bootstrap_ci(rounds)
+    assert low <= statistics.median(rounds) <= high
+    assert 98.0 <= low and high <= 104.0  # a median never leaves the data's range
+    assert bootstrap_ci(rounds) == (low, high)  # seeded: a regenerated report agrees
+    assert bootstrap_ci([100.0]) is None  # one round has no interval
+
+
+def test_bootstrap_interval_narrows_with_more_agreeing_rounds():
+    few = bootstrap_ci([90.0, 100.0, 110.0])
+    many = bootstrap_ci([90.0, 100.0, 110.0] + [100.0] * 12)
+    assert (many[1] - many[0]) < (few[1] - few[0])
+
+
+def test_ratio_interval_of_a_clear_improvement_excludes_one():
+    low, high = ratio_ci([100.0, 101.0, 99.0, 100.5], [120.0, 119.0, 121.0, 120.5])
+    assert 1.15 < low <= 1.2 <= high < 1.25
+    assert ratio_ci([100.0], [120.0, 121.0]) is None
+
+
+def test_mann_whitney_exact_values():
+    # Complete separation: 2 of the C(n1+n2, n1) equally likely rank splits are as extreme.
+    assert mann_whitney_p([1, 2, 3], [4, 5, 6]) == pytest.approx(2 / 20)
+    assert mann_whitney_p(range(10), range(10, 20)) == pytest.approx(2 / math.comb(20, 10))
+    assert mann_whitney_p([1, 2, 3], [1, 2, 3]) == pytest.approx(1.0)
+    assert mann_whitney_p([1, 2, 3], [4, 5, 6]) == mann_whitney_p([4, 5, 6], [1, 2, 3])
+    assert mann_whitney_p([], [1.0]) is None
+
+
+def test_mann_whitney_normal_approximation_for_larger_samples():
+    separated = mann_whitney_p(range(30), range(100, 130))
+    overlapping = mann_whitney_p(range(30), range(2, 32))
+    assert separated < 1e-9
+    assert 0.3 < overlapping < 0.5  # shifted by 2 of 30: no evidence (z about 0.85)
