@@ -109,14 +109,33 @@ def cgroup_cpu_limit(
     return min(found) if found else None
 
 
+def allowed_cpus_from_status(status_path: str = "/proc/self/status") -> Optional[int]:
+    """The affinity mask's size from Linux's Cpus_allowed_list ("0-1,3" is 3).
+
+    For runtimes without os.sched_getaffinity (PyPy 3.9), so that a server
+    started under taskset still counts only the cores it may run on.
+    """
+    text = _read(Path(status_path))
+    for line in (text or "").splitlines():
+        if line.startswith("Cpus_allowed_list:"):
+            count = 0
+            for part in line.split(":", 1)[1].strip().split(","):
+                low, _, high = part.partition("-")
+                count += int(high or low) - int(low) + 1
+            return count or None
+    return None
+
+
 def cpus_available(
-    cgroup_root: str = "/sys/fs/cgroup", proc_self_cgroup: str = "/proc/self/cgroup"
+    cgroup_root: str = "/sys/fs/cgroup",
+    proc_self_cgroup: str = "/proc/self/cgroup",
+    proc_self_status: str = "/proc/self/status",
 ) -> int:
     """CPUs this process may use: affinity mask capped by the cgroup quota (ceil), >= 1."""
     if hasattr(os, "sched_getaffinity"):
         cpus = len(os.sched_getaffinity(0))
-    else:  # not Linux
-        cpus = os.cpu_count() or 1
+    else:  # PyPy 3.9, or not Linux
+        cpus = allowed_cpus_from_status(proc_self_status) or os.cpu_count() or 1
     quota = cgroup_cpu_limit(cgroup_root, proc_self_cgroup)
     if quota is not None:
         cpus = min(cpus, math.ceil(quota))

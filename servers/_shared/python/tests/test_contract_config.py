@@ -1,4 +1,8 @@
 import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from python_contract_data import CALENDAR_FILE
@@ -11,6 +15,7 @@ from serverlab_contract import (
     cpus_available,
     workers_from_env,
 )
+from serverlab_contract.config import allowed_cpus_from_status
 
 
 def write(path, text):
@@ -103,6 +108,29 @@ def test_cpus_available_caps_the_affinity_by_the_quota(fake, monkeypatch):
 
 def test_cpus_available_on_this_machine():
     assert cpus_available() >= 1
+
+
+def test_allowed_cpus_from_the_status_file(tmp_path):
+    status = tmp_path / "status"
+    for allowed, count in (("0", 1), ("0-1", 2), ("0-1,3", 3), ("2,4-7", 5)):
+        write(status, f"Name:\tpython\nCpus_allowed:\tff\nCpus_allowed_list:\t{allowed}\n")
+        assert allowed_cpus_from_status(str(status)) == count
+    assert allowed_cpus_from_status(str(tmp_path / "absent")) is None
+
+
+@pytest.mark.skipif(not shutil.which("taskset"), reason="taskset (util-linux) not found")
+def test_a_runtime_without_sched_getaffinity_still_counts_the_taskset_cores():
+    # PyPy 3.9 has no os.sched_getaffinity: started on one core, it must count one.
+    code = (
+        "import os; del os.sched_getaffinity; "
+        "from serverlab_contract.config import cpus_available; print(cpus_available())"
+    )
+    out = subprocess.run(
+        ["taskset", "-c", "0", sys.executable, "-c", code],
+        capture_output=True, text=True, timeout=60, check=True,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
+    ).stdout
+    assert out.strip() == "1"
 
 
 def env(**extra):
