@@ -32,6 +32,8 @@ FRONT ?=
 TTFB ?=
 SERVER_CORES ?=
 HTTP ?=
+SLO_P99_MS ?=
+SLO_PERCENTILE ?=
 RUN ?=
 
 # Forward only the knobs that were set, as --knob value.
@@ -44,7 +46,8 @@ BENCH_ARGS = --profile '$(PROFILE)' $(call knob,SERVERS,servers) $(call knob,RUN
 	$(call knob,RATE,rate) $(call knob,TOOL,tool) $(call knob,SEED,seed) \
 	$(call knob,RESUME,resume) $(call knob,PRIORITY,priority) $(call knob,TIMEOUT,timeout) \
 	$(call knob,FRONT,front) $(call knob,TTFB,ttfb) $(call knob,SERVER_CORES,server-cores) \
-	$(call knob,HTTP,http)
+	$(call knob,HTTP,http) $(call knob,SLO_P99_MS,slo-p99-ms) \
+	$(call knob,SLO_PERCENTILE,slo-percentile)
 
 .PHONY: help
 help: ## List every target with one line each
@@ -53,7 +56,7 @@ help: ## List every target with one line each
 	@echo "  Knobs: SERVERS=a,b SERVER=x PROFILE=quick RUNNER=auto|native|docker SCENARIOS CONNECTIONS"
 	@echo "         DURATION WARMUP REPEAT SERVER_CPUS CLIENT_CPUS SERVER_CPU_QUOTA SERVER_MEMORY"
 	@echo "         RATE TOOL SEED PRIORITY TIMEOUT FRONT=none|nginx|apache TTFB SERVER_CORES"
-	@echo "         HTTP=2|1.1 RESUME RUN"
+	@echo "         HTTP=2|1.1 SLO_P99_MS SLO_PERCENTILE RESUME RUN"
 	@echo "  RUNNER: make bench uses Docker when a daemon answers (and Compose v2 is present),"
 	@echo "          else native; make check is native. RUNNER=docker or RUNNER=native forces it."
 

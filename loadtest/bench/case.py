@@ -8,6 +8,7 @@ measurement record per case to results.jsonl.
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import dataclass
 
 from rich.markup import escape
 
@@ -16,12 +17,13 @@ from loadtest.bench.console import rates, status_line
 from loadtest.bench.plan import Case, Instance
 from loadtest.bench.provenance import runtime_ran
 from loadtest.bench.record import foreign_load, limits
+from loadtest.core import slo
 from loadtest.core.knobs import SCENARIO_HEADERS, SCENARIOS
 from loadtest.core.verdict import NOISY_FOREIGN_PCT, WARMUP_WINDOW_S
 from loadtest.measure import steady, ttfb
 from loadtest.measure.metrics import UsageSampler, response_bytes
 from loadtest.measure.tools import get_tool
-from loadtest.measure.tools.base import LoadSpec, client_bound, tool_cpu_share
+from loadtest.measure.tools.base import LoadSpec, client_bound, latency_key, tool_cpu_share
 from loadtest.runners import calibration
 
 
@@ -107,6 +109,7 @@ class CaseRunner:
         k = self.bench.knobs
         rate = None
         fraction = None
+        slo_fields: dict = {}
         if case.rate.endswith("%"):
             fraction = float(case.rate[:-1]) / 100
             peak = self.peaks.get(peak_key(case))
@@ -115,25 +118,29 @@ class CaseRunner:
                          f"skipping oha at {case.rate}[/]")  # fmt: skip
                 return
             rate = max(1.0, round(peak * fraction))
+        elif case.rate == "slo":
+            peak = self.peaks.get(peak_key(case))
+            if not peak:
+                self.bench.say(f"[yellow]! {case.stack} {case.scenario}: no peak measured, "
+                         "skipping the sustainable-rate search[/]")  # fmt: skip
+                return
+            found, ran = self.sustainable(server, case, peak)
+            slo_fields = found.to_record()
+            rate = ran.spec.rate
         elif case.rate:
             rate = float(case.rate)
         tool = get_tool(case.tool)
-        spec = self.spec(server, case, rate=rate)
         self.bench.seq += 1
-        self.bench.progress.update(
-            self.bench.task,
-            description=f"{case.stack} {case.scenario} c={case.connections}"
-            + (f" @{rate:g}/s" if rate else ""),
-        )
-        started_at = now()
-        self.bench.prioritize(server)  # workers forked since start get it too
+        if not slo_fields:
+            self.bench.progress.update(
+                self.bench.task,
+                description=f"{case.stack} {case.scenario} c={case.connections}"
+                + (f" @{rate:g}/s" if rate else ""),
+            )
+            raw = self.bench.folder / "raw" / raw_name(case, self.bench.seq)
+            ran = self.measure(server, case, self.spec(server, case, rate=rate), raw)
+        spec, result, usage, started_at = ran.spec, ran.result, ran.usage, ran.started_at
         cpus = plan.server_cpus_for(k, case.cores)
-        sampler = UsageSampler(server.pids, cpus, k.client_cpus)
-        sampler.start()
-        try:
-            result = tool.run(spec, self.bench.folder / "raw" / raw_name(case, self.bench.seq), self.bench.executor)
-        finally:
-            usage = sampler.stop()
         alive = server.is_alive()
         cores = tool.usable_cores(spec)
         share = tool_cpu_share(result.tool_cpu_s, result.wall_s, cores)
@@ -206,6 +213,7 @@ class CaseRunner:
             **first_byte,
             **(warmed.to_dict() if warmed else {}),
         }
+        record.update(slo_fields)
         record.update(limits(record, fraction is not None or rate is not None))
         self.bench.writer.write(record)
         if case.phase == "peak" and ok:
@@ -214,6 +222,57 @@ class CaseRunner:
         self.bench.progress.update(self.bench.task, advance=plan.case_seconds(k, case),
                              cases=f"{self.bench.cases_run}/{self.bench.cases_total}")  # fmt: skip
         self.bench.say(status_line(record, f"[{self.bench.cases_run}/{self.bench.cases_total}]", bool(k.server_cores)))
+
+    def measure(self, server, case: Case, spec: LoadSpec, raw) -> Ran:
+        """One load-tool run with the server's and the cores' CPU sampled around it."""
+        started_at = now()
+        self.bench.prioritize(server)  # workers forked since start get it too
+        cpus = plan.server_cpus_for(self.bench.knobs, case.cores)
+        sampler = UsageSampler(server.pids, cpus, self.bench.knobs.client_cpus)
+        sampler.start()
+        try:
+            result = get_tool(case.tool).run(spec, raw, self.bench.executor)
+        finally:
+            usage = sampler.stop()
+        return Ran(spec, result, usage, started_at)
+
+    def sustainable(self, server, case: Case, peak: float) -> tuple[slo.SloResult, Ran]:
+        """The sustainable-rate search (core/slo.py): constant-rate oha steps below the
+        peak. The run recorded is the search's last passing one (its confirmation), or
+        its last one when none passed."""
+        k = self.bench.knobs
+        tool = get_tool(case.tool)
+        raw = self.bench.folder / "raw" / "slo" / raw_name(case, self.bench.seq + 1)
+        runs: list[Ran] = []
+        passed: list[Ran] = []
+
+        def probe(rate: float) -> slo.Step:
+            self.bench.progress.update(self.bench.task, description=(
+                f"{case.stack} {case.scenario} c={case.connections} "
+                f"SLO step {len(runs) + 1} @{rate:g}/s"))  # fmt: skip
+            spec = self.spec(server, case, rate=rate, duration=slo.step_seconds(rate, k.duration))
+            ran = self.measure(server, case, spec, raw.with_name(f"{raw.name}-s{len(runs) + 1}"))
+            runs.append(ran)
+            result = ran.result
+            answered = result.ok and result.requests > 0
+            step = slo.Step(
+                offered=rate,
+                achieved=result.rps if answered else 0.0,
+                percentile_ms=percentile_ms(result, k.slo_percentile) if answered else None,
+                errors=result.errors_total + (0 if answered else 1),
+                client_bound=client_bound(result.tool_cpu_s, result.wall_s, tool.usable_cores(spec)),
+            )  # fmt: skip
+            if step.outcome(k.slo_p99_ms) == "pass":
+                passed.append(ran)
+            return step
+
+        found = slo.search(peak, probe, k.slo_p99_ms, k.slo_percentile)
+        answer = f"{found.slo_rps:,.0f} req/s" if found.slo_rps else f"none ({found.reason})"
+        self.bench.say(escape(
+            f"[{case.stack}] {case.scenario} c={case.connections}: sustainable within "
+            f"p{k.slo_percentile:g} <= {k.slo_p99_ms:g} ms: {answer}; peak {peak:,.0f}, "
+            f"{len(found.steps)} steps"))  # fmt: skip
+        return found, (passed[-1] if found.slo_rps else runs[-1])
 
     def ttfb(self, server, case: Case) -> dict:
         """TTFB_SAMPLES fresh connections on the now idle server (the `ttfb_*` fields)."""
@@ -226,6 +285,25 @@ class CaseRunner:
             samples=self.bench.knobs.ttfb, headers=case.headers, cpus=self.bench.knobs.client_cpus,
             priority=self.bench.priority, timeout=self.bench.knobs.timeout,
         )  # fmt: skip
+
+
+@dataclass
+class Ran:
+    """What one load-tool run gave: the record of a measurement is built from it."""
+
+    spec: LoadSpec
+    result: object  # the tool's LoadResult
+    usage: object  # the server's and the cores' CPU (UsageSampler)
+    started_at: str
+
+
+def percentile_ms(result, percent: float) -> float | None:
+    """The result's latency at `percent`: its own figure, else from its percentile curve."""
+    value = result.latency_ms.get(latency_key(percent))
+    if value is not None:
+        return value
+    above = [ms for p, ms in result.latency_curve if p >= percent]
+    return above[0] if above else None
 
 
 def peak_key(case_or_record) -> tuple:

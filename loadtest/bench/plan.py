@@ -28,6 +28,9 @@ VERIFY_S = 5.0
 # Guesses for the estimate only: a fixed request count at this rate, a TTFB sample.
 ASSUMED_FIXED_RPS = 1000.0
 TTFB_SAMPLE_S = 0.01
+# Runs of a sustainable-rate search (core/slo.py): the peak rate, about five
+# halvings to 5% of the peak, two confirmations, and the recorded run.
+SLO_RUNS = 9
 
 
 
@@ -40,7 +43,7 @@ class Case:
     scenario: str
     connections: int
     tool: str
-    rate: str  # "" closed loop, "5000" req/s, "50%" of the measured peak
+    rate: str  # "" closed loop, "5000" req/s, "50%" of the measured peak, "slo" (core/slo.py)
     repetition: int
     phase: str = "measure"  # "peak": the wrk run that sets the rate of the oha runs
     cores: int | None = None  # server cores of a SERVER_CORES sweep; None: SERVER_CPUS
@@ -114,7 +117,8 @@ def _scenario_cases(knobs: Knobs, stack, quota, scenario, repetition, cores=None
         base = dict(stack=stack, quota=quota, scenario=scenario, connections=connections,
                     repetition=repetition, cores=cores)  # fmt: skip
         if knobs.tool == "oha" and knobs.rate:
-            if any(r.endswith("%") for r in knobs.rate):
+            # A share of the peak, or the sustainable-rate search, starts from the peak.
+            if any(r.endswith("%") or r == "slo" for r in knobs.rate):
                 cases.append(Case(tool="wrk", rate="", phase="peak", **base))
             cases.extend(Case(tool="oha", rate=r, **base) for r in knobs.rate)
         else:
@@ -173,6 +177,8 @@ def case_seconds(knobs: Knobs, case: Case) -> float:
         return 2.0 + CASE_OVERHEAD_S + ttfb  # a fixed request count: a few seconds at most
     if fixed:
         return fixed / ASSUMED_FIXED_RPS + CASE_OVERHEAD_S + ttfb
+    if case.rate == "slo":
+        return SLO_RUNS * (knobs.duration + CASE_OVERHEAD_S) + ttfb
     return knobs.duration + CASE_OVERHEAD_S + ttfb
 
 

@@ -116,6 +116,9 @@ class Knobs:
     # Server core counts to sweep (each SERVER_CPU_QUOTA then is per core); [] = SERVER_CPUS.
     server_cores: list = field(default_factory=list)
     http: str = "2"  # h2load over https: "2" (ALPN h2) or "1.1" (--h1)
+    # RATE=slo: the latency objective of the sustainable-rate search (loadtest/core/slo.py).
+    slo_p99_ms: float = 10.0
+    slo_percentile: float = 99.0
     experiment: str = "none"
     description: str = ""
     servers_from_profile: bool = False
@@ -213,6 +216,8 @@ KNOB_TABLE = (
     Knob("TTFB", "ttfb", _whole),
     Knob("SERVER_CORES", "server_cores", _ints),
     Knob("HTTP", "http", str),
+    Knob("SLO_P99_MS", "slo_p99_ms", _seconds),
+    Knob("SLO_PERCENTILE", "slo_percentile", _seconds),
 )
 # Knob name -> key, for the command line and the environment.
 KNOBS = {knob.name: knob.key for knob in KNOB_TABLE}
@@ -301,16 +306,21 @@ def validate(knobs: Knobs) -> None:
         if quota <= 0:
             raise KnobError(f"SERVER_CPU_QUOTA={quota}: must be > 0 (CPUs, e.g. 0.25)")
     for rate in knobs.rate:
+        if rate == "slo":
+            continue
         try:
             value = float(rate[:-1]) if rate.endswith("%") else float(rate)
         except ValueError:
             raise KnobError(
-                f"RATE={rate!r}: use requests/s (5000) or a share of the peak (50%)"
+                f"RATE={rate!r}: use requests/s (5000), a share of the peak (50%) "
+                "or slo (the highest rate within SLO_P99_MS)"
             ) from None
         if value <= 0:
             raise KnobError(f"RATE={rate!r} must be positive")
     if knobs.rate and knobs.tool != "oha":
         raise KnobError("RATE is for open-loop runs: set TOOL=oha")
+    if knobs.slo_p99_ms <= 0 or not 50 <= knobs.slo_percentile < 100:
+        raise KnobError("SLO_P99_MS must be > 0 ms and SLO_PERCENTILE within 50..99.99")
     if knobs.server_memory:
         try:
             parse_memory(knobs.server_memory)

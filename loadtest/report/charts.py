@@ -225,7 +225,10 @@ def latency_cdf(
 
 
 def _rate_order(spec: str) -> float:
-    """'90%' and '5000' sort by value; shares of the peak rank above absolute rates."""
+    """'90%' and '5000' sort by value; shares of the peak rank above absolute rates,
+    the sustainable rate ('slo') last."""
+    if spec == "slo":
+        return 2e9
     return float(spec[:-1]) + 1e9 if spec.endswith("%") else float(spec)
 
 

@@ -9,7 +9,12 @@ on $HOST:$PORT, with one of:
 - `slow-start`: 20 ms per request at first, less and less over SLOW_START_S
   of load, then full speed (a JIT or a cache warming up);
 - `slows-half-way`: full speed for HALF_WAY_S of load, then 20 ms per request
-  (a server degrading during a run).
+  (a server degrading during a run);
+- `capacity`: answers GET / at most CAPACITY_RPS times a second, one after
+  another in evenly spaced slots (a single worker with a fixed service time):
+  below that rate nothing waits, above it a backlog grows without bound;
+- `gc-stall`: full speed, but every STALL_EVERY-th GET / stops every request
+  for STALL_MS (a stop-the-world pause whose frequency grows with the load).
 
 "Load" starts at the LOAD_STARTS_AFTER-th GET /: the conformance checker sends
 far fewer, so the clock starts with the harness's warm-up or measurement.
@@ -27,6 +32,31 @@ from contracts.tests.reference_server import Handler, ReferenceServer, serve_in_
 LOAD_STARTS_AFTER = 200
 SLOW_START_S = 2.5
 HALF_WAY_S = 1.8
+CAPACITY_RPS = 400.0
+STALL_EVERY = 2000
+STALL_MS = 50.0
+BEHAVIOURS = ("nagle", "slow-start", "slows-half-way", "capacity", "gc-stall")
+
+
+class Pace:
+    """The shared state of `capacity` and `gc-stall`: slots and pauses across threads."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.next_slot = 0.0
+        self.count = 0
+
+    def wait_for_slot(self) -> None:
+        with self.lock:
+            slot = max(time.monotonic(), self.next_slot)
+            self.next_slot = slot + 1 / CAPACITY_RPS
+        time.sleep(max(0.0, slot - time.monotonic()))
+
+    def maybe_stall(self) -> None:
+        with self.lock:
+            self.count += 1
+            if self.count % STALL_EVERY == 0:
+                time.sleep(STALL_MS / 1000)  # every other request queues on the lock
 
 
 class Clock:
@@ -45,11 +75,17 @@ class Clock:
 
 
 def handler_for(behaviour: str, clock: Clock) -> type:
+    pace = Pace()
+
     class Paced(Handler):
         disable_nagle_algorithm = behaviour != "nagle"
 
         def do_GET(self) -> None:
             elapsed = clock.tick() if self.path == "/" else None
+            if behaviour == "capacity" and self.path == "/":
+                pace.wait_for_slot()
+            elif behaviour == "gc-stall" and self.path == "/":
+                pace.maybe_stall()
             if elapsed is not None:
                 if behaviour == "slow-start" and elapsed < SLOW_START_S:
                     time.sleep(0.020 * (1 - elapsed / SLOW_START_S))
@@ -62,7 +98,7 @@ def handler_for(behaviour: str, clock: Clock) -> type:
 
 def main(argv: list[str]) -> int:
     behaviour, display_name = argv[0], argv[1]
-    if behaviour not in ("nagle", "slow-start", "slows-half-way"):
+    if behaviour not in BEHAVIOURS:
         print(f"unknown behaviour {behaviour!r}", file=sys.stderr)
         return 2
     server = ReferenceServer(display_name, port=int(os.environ["PORT"]),

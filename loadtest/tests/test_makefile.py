@@ -12,7 +12,7 @@ MAKEFILE = (REPO_ROOT / "Makefile").read_text()
 
 
 def test_make_bench_forwards_every_knob_as_its_option():
-    forwarded = dict(re.findall(r"\$\(call knob,([A-Z_]+),([a-z-]+)\)", MAKEFILE))
+    forwarded = dict(re.findall(r"\$\(call knob,([A-Z0-9_]+),([a-z0-9-]+)\)", MAKEFILE))
     for knob in KNOB_TABLE:
         assert forwarded.get(knob.name) == knob.key.replace("_", "-"), knob.name
         assert re.search(rf"^{knob.name} \?=", MAKEFILE, re.MULTILINE), f"{knob.name} ?= missing"

@@ -1,0 +1,62 @@
+"""The sustainable-rate search through the real bench, on stand-ins whose answer theory gives.
+
+- `capacity` answers at most CAPACITY_RPS a second in evenly spaced slots:
+  constant arrivals below that rate never wait, above it the backlog grows
+  for the whole step, so the sustainable rate is the capacity itself.
+- `gc-stall` pauses every request for STALL_MS once per STALL_EVERY requests.
+  A share rate x (STALL_MS - objective) / STALL_EVERY of the requests wait
+  longer than the objective, so p99 stays within it only below
+  0.01 x STALL_EVERY / (STALL_MS - objective) = 500 req/s at a 10 ms objective,
+  far below the rate the stand-in reaches between pauses.
+
+oha runs against 127.0.0.1 at constant rates for a few seconds per step.
+"""
+
+from __future__ import annotations
+
+from loadtest.core.slo import PRECISION
+from loadtest.tests.standin_server import CAPACITY_RPS, STALL_EVERY, STALL_MS
+from loadtest.tests.test_bench_faults import (
+    only_run,
+    pytestmark,  # noqa: F401  (nginx and wrk needed, as for the fault tests)
+    run_bench,
+    stacks,  # noqa: F401  (fixture)
+)
+from loadtest.tests.test_bench_validity import STANDIN_RUN
+from loadtest.tests.test_lab5_coordinated_omission import ensure_oha
+from loadtest.bench.results import read_records
+
+OBJECTIVE_MS = 10.0
+SLO_ARGS = ["--tool", "oha", "--rate", "slo", "--connections", "32", "--duration", "2",
+            "--warmup", "3", "--slo-p99-ms", f"{OBJECTIVE_MS:g}"]  # fmt: skip
+
+
+def slo_records(folder, stack: str) -> list[dict]:
+    return [r for r in read_records(folder / "results.jsonl")
+            if r.get("kind") == "measurement" and r["stack"] == stack and r["rate_spec"] == "slo"]  # fmt: skip
+
+
+def test_the_search_finds_a_known_capacity_and_a_stalling_stack_far_below_its_peak(
+    stacks, tmp_path
+):
+    ensure_oha()
+    paced = stacks.add("capacity", run=STANDIN_RUN % "capacity")
+    stalling = stacks.add("gcstall", run=STANDIN_RUN % "gc-stall")
+    done = run_bench(stacks, tmp_path / "results", [paced, stalling], *SLO_ARGS, timeout=420)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
+    folder = only_run(tmp_path / "results")
+
+    (capacity,) = slo_records(folder, paced)
+    # Theory: CAPACITY_RPS; the search stops within PRECISION of the peak below it.
+    low = CAPACITY_RPS - 2 * PRECISION * capacity["rate"] / capacity["slo_share_of_peak"]
+    assert low <= capacity["slo_rps"] <= CAPACITY_RPS * 1.01, capacity["slo_steps"]
+    assert capacity["slo_percentile_ms"] <= OBJECTIVE_MS
+    assert all(step[3] == "fail" for step in capacity["slo_steps"] if step[0] > CAPACITY_RPS * 1.02)
+
+    (stall,) = slo_records(folder, stalling)
+    peak = stall["slo_steps"][0][0]
+    theory = 0.01 * STALL_EVERY / ((STALL_MS - OBJECTIVE_MS) / 1000)
+    assert peak > 2 * theory, "the stand-in must run well above its sustainable rate"
+    assert stall["slo_rps"] is None or stall["slo_rps"] <= 1.5 * theory, stall["slo_steps"]
+    assert stall["slo_rps"] is None or stall["slo_rps"] < 0.5 * peak
+    assert "sustainable within p99 <= 10 ms" in done.stdout
