@@ -12,6 +12,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import FuncFormatter  # noqa: E402
 
+from loadtest.core.verdict import STEADY_MIN_WINDOWS, STEADY_TOLERANCE  # noqa: E402
+
 SCENARIO_ORDER = ["hello", "kb1", "kb10", "kb100", "workday", "page"]
 CEILING_STYLE = {"color": "black", "linestyle": "--", "linewidth": 1.5}
 DPI = 110
@@ -499,10 +501,45 @@ def warmup_curves(records: list[dict], scenario: str, path: Path) -> Path | None
     ax.set_xlabel("warm-up window (1 s each)")
     ax.set_ylabel("requests/s")
     ax.yaxis.set_major_formatter(FuncFormatter(_thousands))
-    ax.set_title(f"warm-up until steady, {scenario} (two windows within 5%)")
+    ax.set_title(f"warm-up until steady, {scenario} "
+                 f"({STEADY_MIN_WINDOWS} windows within {STEADY_TOLERANCE:.0%})")
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=7, ncol=2)
     return _save(fig, path, "a JIT (JVM, PyPy) climbs for several windows; others settle in two")
+
+
+def sustainable_steps(records: list[dict], scenario: str, path: Path) -> Path | None:
+    """The sustainable-rate search (RATE=slo): the corrected percentile against the offered
+    rate, every step of every stack's search (first round), the objective drawn."""
+    searches = [r for r in records if r.get("kind") == "measurement"
+                and r["scenario"] == scenario and r.get("slo_steps")]  # fmt: skip
+    if not searches:
+        return None
+    first: dict[str, dict] = {}
+    for record in searches:
+        first.setdefault(f"{record['stack']} c={record['connections']}", record)
+    colors = _colors(list(first))
+    fig, ax = plt.subplots(figsize=(8.5, 4.6))
+    objective = searches[0]["slo_objective_ms"]
+    percentile = searches[0]["slo_percentile"]
+    for label, record in sorted(first.items()):
+        steps = sorted(s for s in record["slo_steps"] if s[2] is not None)
+        style = CEILING_STYLE if record["stack"] == "ceiling" else {"color": colors[label]}
+        name = record.get("display_name", record["stack"]) + label[len(record["stack"]):]
+        ax.plot([s[0] for s in steps], [s[2] for s in steps], marker="o", markersize=3,
+                label=name, **style)  # fmt: skip
+        if record.get("slo_rps"):
+            ax.axvline(record["slo_rps"], color=style["color"], alpha=0.25, linewidth=1)
+    ax.axhline(objective, color="#d33", linestyle=":", linewidth=1.2,
+               label=f"objective: p{percentile:g} <= {objective:g} ms")  # fmt: skip
+    ax.set_yscale("log")
+    ax.set_xlabel("offered requests/s (constant rate, oha)")
+    ax.set_ylabel(f"p{percentile:g} latency, ms (corrected)")
+    ax.xaxis.set_major_formatter(FuncFormatter(_thousands))
+    ax.set_title(f"sustainable throughput, {scenario}: every step of the search")
+    ax.grid(True, alpha=0.3, which="both")
+    ax.legend(fontsize=7, ncol=2)
+    return _save(fig, path, "faint vertical lines: each stack's sustainable rate (confirmed)")
 
 
 def all_charts(rows: list[dict], records: list[dict], folder: Path) -> dict[str, list[Path]]:
@@ -531,6 +568,7 @@ def all_charts(rows: list[dict], records: list[dict], folder: Path) -> dict[str,
             ttfb_chart(rows, scenario, folder / f"ttfb-{scenario}.png"),
             warmup_curves(records, scenario, folder / f"warmup-{scenario}.png"),
             open_loop(rows, scenario, folder / f"openloop-{scenario}.png"),
+            sustainable_steps(records, scenario, folder / f"slo-{scenario}.png"),
             latency_cdf(
                 records,
                 scenario,

@@ -6,6 +6,8 @@ import base64
 import html
 from pathlib import Path
 
+from loadtest.report.sustainable import SLO_HEAD, SLO_NOTE, slo_tables
+
 CO_NOTE = (
     "wrk, ab and h2load are closed-loop tools: each connection waits for its answer before "
     "sending the next request, so a stalled server also stalls the load and the slow "
@@ -288,6 +290,11 @@ def markdown(rows: list[dict], outcomes: dict, run: dict, charts: dict[str, list
             "",
             md_table(HEADROOM_HEAD, room),
         ]
+    sustained = slo_tables(rows)
+    if sustained:
+        out += ["", "## Sustainable throughput", "", SLO_NOTE]
+        for title, cells in sustained:
+            out += ["", f"### {title}", "", md_table(SLO_HEAD, cells)]
     for scenario, group in scenario_groups(rows):
         out += ["", f"## {scenario}", "", md_table(TABLE_HEAD, [table_cells(r) for r in group])]
         for chart in charts.get(scenario, []):
@@ -368,6 +375,13 @@ def html_report(rows: list[dict], outcomes: dict, run: dict, charts: dict[str, l
                     "measured before it stopped.</div>")  # fmt: skip
     if not rows:
         body.append('<div class="problem">No measurement in this run.</div>')
+    sustained = slo_tables(rows)
+    if sustained:
+        body.append("<h2>Sustainable throughput</h2>")
+        body.append(f"<p>{html.escape(SLO_NOTE)}</p>")
+        for title, cells in sustained:
+            body.append(f"<h3>{html.escape(title)}</h3>")
+            body.append(_html_table(SLO_HEAD, cells))
     for scenario, group in scenario_groups(rows):
         body.append(f"<h2>{html.escape(scenario)}</h2>")
         body.append(_html_table(TABLE_HEAD, [table_cells(r) for r in group],

@@ -20,6 +20,10 @@ TTFB_KEYS = [
     "ttfb_connect_mean_ms", "ttfb_handshake_mean_ms", "ttfb_wait_mean_ms",
 ]  # fmt: skip
 
+# RATE=slo (core/slo.py): the sustainable rate; medians over rounds that found one.
+SLO_COLUMNS = ["slo_rps", "slo_percentile_ms", "slo_objective_ms", "slo_share_of_peak",
+               "slo_reason"]  # fmt: skip
+
 COLUMNS = [
     "stack", "display_name", "ceiling", "scenario", "connections", "tool", "phase",
     "rate_spec", "rate", "cpu_quota", "server_cores", "cpu_share", "shared_cores", "protocol",
@@ -32,7 +36,7 @@ COLUMNS = [
     "tool_cpu_pct", "client_bound_runs", "noisy_runs",
     "verdict", "cause", "verdict_runs", "server_cpu_active_pct", "little_ratio",
     "not_steady_runs", "drift", "warmup_s", "ceiling_rps", "share_of_ceiling", "ceiling_invalid",
-    *TTFB_KEYS, "problems",
+    *TTFB_KEYS, *SLO_COLUMNS, "problems",
 ]  # fmt: skip
 
 
@@ -155,7 +159,25 @@ def aggregate(group: list[dict]) -> dict:
     row["ceiling_invalid"] = False
     for key in TTFB_KEYS:  # measured apart from the load: also after a failed load
         row[key] = _round(_median(r.get(key) for r in group), 3)
+    row.update(slo_columns(ok))
     return row
+
+
+def slo_columns(ok: list[dict]) -> dict:
+    """The sustainable rate of one row. Aggregation: medians over the rounds whose
+    search found a rate; none found in any round: empty, with the most frequent reason."""
+    found = [r for r in ok if r.get("slo_rps")]
+    searched = [r for r in ok if "slo_rps" in r]
+    if not searched:
+        return dict.fromkeys(SLO_COLUMNS)
+    reasons = [r.get("slo_reason", "") for r in searched if not r.get("slo_rps")]
+    return {
+        "slo_rps": _round(_median(r["slo_rps"] for r in found), 1),
+        "slo_percentile_ms": _round(_median(r.get("slo_percentile_ms") for r in found), 3),
+        "slo_objective_ms": searched[0].get("slo_objective_ms"),
+        "slo_share_of_peak": _round(_median(r.get("slo_share_of_peak") for r in found), 4),
+        "slo_reason": "" if found else max(set(reasons), key=reasons.count),
+    }
 
 
 def attach_ceiling(rows: list[dict]) -> None:

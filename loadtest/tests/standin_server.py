@@ -13,8 +13,8 @@ on $HOST:$PORT, with one of:
 - `capacity`: answers GET / at most CAPACITY_RPS times a second, one after
   another in evenly spaced slots (a single worker with a fixed service time):
   below that rate nothing waits, above it a backlog grows without bound;
-- `gc-stall`: full speed, but every STALL_EVERY-th GET / stops every request
-  for STALL_MS (a stop-the-world pause whose frequency grows with the load).
+- `gc-stall`: full speed, but every STALL_EVERY_S seconds of load all
+  requests to GET / stop for STALL_MS (a periodic stop-the-world pause).
 
 "Load" starts at the LOAD_STARTS_AFTER-th GET /: the conformance checker sends
 far fewer, so the clock starts with the harness's warm-up or measurement.
@@ -33,8 +33,8 @@ LOAD_STARTS_AFTER = 200
 SLOW_START_S = 2.5
 HALF_WAY_S = 1.8
 CAPACITY_RPS = 400.0
-STALL_EVERY = 2000
-STALL_MS = 50.0
+STALL_EVERY_S = 0.5
+STALL_MS = 100.0
 BEHAVIOURS = ("nagle", "slow-start", "slows-half-way", "capacity", "gc-stall")
 
 
@@ -44,7 +44,7 @@ class Pace:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.next_slot = 0.0
-        self.count = 0
+        self.next_stall = time.monotonic() + STALL_EVERY_S
 
     def wait_for_slot(self) -> None:
         with self.lock:
@@ -54,9 +54,9 @@ class Pace:
 
     def maybe_stall(self) -> None:
         with self.lock:
-            self.count += 1
-            if self.count % STALL_EVERY == 0:
+            if time.monotonic() >= self.next_stall:
                 time.sleep(STALL_MS / 1000)  # every other request queues on the lock
+                self.next_stall = time.monotonic() + STALL_EVERY_S
 
 
 class Clock:

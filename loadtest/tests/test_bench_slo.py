@@ -3,11 +3,11 @@
 - `capacity` answers at most CAPACITY_RPS a second in evenly spaced slots:
   constant arrivals below that rate never wait, above it the backlog grows
   for the whole step, so the sustainable rate is the capacity itself.
-- `gc-stall` pauses every request for STALL_MS once per STALL_EVERY requests.
-  A share rate x (STALL_MS - objective) / STALL_EVERY of the requests wait
-  longer than the objective, so p99 stays within it only below
-  0.01 x STALL_EVERY / (STALL_MS - objective) = 500 req/s at a 10 ms objective,
-  far below the rate the stand-in reaches between pauses.
+- `gc-stall` stops every request for STALL_MS every STALL_EVERY_S seconds:
+  at any rate a share (STALL_MS - objective) / (STALL_EVERY_S + STALL_MS) of
+  the requests, 80 / 600 here, waits longer than the objective, far above
+  the 1% that p99 allows, so no rate is sustainable although its closed-loop
+  peak between pauses is thousands a second.
 
 oha runs against 127.0.0.1 at constant rates for a few seconds per step.
 """
@@ -15,7 +15,7 @@ oha runs against 127.0.0.1 at constant rates for a few seconds per step.
 from __future__ import annotations
 
 from loadtest.core.slo import PRECISION
-from loadtest.tests.standin_server import CAPACITY_RPS, STALL_EVERY, STALL_MS
+from loadtest.tests.standin_server import CAPACITY_RPS, STALL_EVERY_S, STALL_MS
 from loadtest.tests.test_bench_faults import (
     only_run,
     pytestmark,  # noqa: F401  (nginx and wrk needed, as for the fault tests)
@@ -26,7 +26,9 @@ from loadtest.tests.test_bench_validity import STANDIN_RUN
 from loadtest.tests.test_lab5_coordinated_omission import ensure_oha
 from loadtest.bench.results import read_records
 
-OBJECTIVE_MS = 10.0
+# Above this host's scheduling noise (a busy 2-core machine delays a thread by
+# a few ms now and then), well below what either flaw adds.
+OBJECTIVE_MS = 20.0
 SLO_ARGS = ["--tool", "oha", "--rate", "slo", "--connections", "32", "--duration", "2",
             "--warmup", "3", "--slo-p99-ms", f"{OBJECTIVE_MS:g}"]  # fmt: skip
 
@@ -55,8 +57,15 @@ def test_the_search_finds_a_known_capacity_and_a_stalling_stack_far_below_its_pe
 
     (stall,) = slo_records(folder, stalling)
     peak = stall["slo_steps"][0][0]
-    theory = 0.01 * STALL_EVERY / ((STALL_MS - OBJECTIVE_MS) / 1000)
-    assert peak > 2 * theory, "the stand-in must run well above its sustainable rate"
-    assert stall["slo_rps"] is None or stall["slo_rps"] <= 1.5 * theory, stall["slo_steps"]
-    assert stall["slo_rps"] is None or stall["slo_rps"] < 0.5 * peak
-    assert "sustainable within p99 <= 10 ms" in done.stdout
+    late_share = (STALL_MS - OBJECTIVE_MS) / ((STALL_EVERY_S * 1000) + STALL_MS)
+    assert late_share > 0.05 and peak > 1000, "the flaw must be far beyond p99's 1%"
+    assert stall["slo_rps"] is None, stall["slo_steps"]
+    assert "every rate" in stall["slo_reason"]
+    assert "sustainable within p99 <= 20 ms" in done.stdout
+
+    summary = (folder / "summary.csv").read_text()
+    assert "slo_rps" in summary.splitlines()[0]
+    report = (folder / "summary.md").read_text()
+    assert "## Sustainable throughput" in report and "objective 20 ms" in report
+    assert (folder / "charts" / "slo-hello.png").is_file()
+    assert "Sustainable throughput" in (folder / "report.html").read_text()
