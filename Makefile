@@ -35,6 +35,7 @@ HTTP ?=
 SLO_P99_MS ?=
 SLO_PERCENTILE ?=
 RUN ?=
+RUNS ?=
 
 # Forward only the knobs that were set, as --knob value.
 knob = $(if $(strip $($(1))),--$(2) '$(strip $($(1)))')
@@ -56,7 +57,7 @@ help: ## List every target with one line each
 	@echo "  Knobs: SERVERS=a,b SERVER=x PROFILE=quick RUNNER=auto|native|docker SCENARIOS CONNECTIONS"
 	@echo "         DURATION WARMUP REPEAT SERVER_CPUS CLIENT_CPUS SERVER_CPU_QUOTA SERVER_MEMORY"
 	@echo "         RATE TOOL SEED PRIORITY TIMEOUT FRONT=none|nginx|apache TTFB SERVER_CORES"
-	@echo "         HTTP=2|1.1 SLO_P99_MS SLO_PERCENTILE RESUME RUN"
+	@echo "         HTTP=2|1.1 SLO_P99_MS SLO_PERCENTILE RESUME RUN RUNS"
 	@echo "  RUNNER: make bench uses Docker when a daemon answers (and Compose v2 is present),"
 	@echo "          else native; make check is native. RUNNER=docker or RUNNER=native forces it."
 
@@ -99,6 +100,11 @@ soak: bootstrap ## Constant rate at 70% of the peak; fails on errors or RSS grow
 report: bootstrap ## Regenerate tables, charts and report.html of a run: make report RUN=<id>
 	@test -n "$(RUN)" || { echo "usage: make report RUN=<run-id>  (see results/)"; exit 2; }
 	@$(HARNESS) report $(RUN)
+
+.PHONY: compare
+compare: bootstrap ## Compare two runs (ratio per case with its interval, what changed): make compare RUNS=<old>,<new>
+	@test -n "$(RUNS)" || { echo "usage: make compare RUNS=<old-run-id>,<new-run-id>  (see results/index.html)"; exit 2; }
+	@$(HARNESS) compare '$(RUNS)'
 
 .PHONY: new-server
 new-server: bootstrap ## Create servers/<name>/ from a template, a stub answering 501: make new-server NAME=x LANG=go|python|java|csharp|other

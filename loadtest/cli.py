@@ -12,6 +12,7 @@ import sys
 from loadtest.commands import (
     bench,
     check,
+    compare,
     docker,
     hostile,
     labs,
@@ -24,7 +25,7 @@ from loadtest.commands import (
 from loadtest.core.errors import StepError
 from loadtest.core.manifest import ManifestError
 
-COMMANDS = (stacks, check, serve, bench, report, scaffold, labs, hostile, soak, docker)
+COMMANDS = (stacks, check, serve, bench, report, compare, scaffold, labs, hostile, soak, docker)
 
 
 def parser() -> argparse.ArgumentParser:

@@ -25,6 +25,7 @@ from loadtest.core.knobs import KNOBS, SCENARIOS, KnobError, Knobs, profile_name
 from loadtest.core.manifest import ManifestError
 from loadtest.report import generate
 from loadtest.report.charts import uncapped
+from loadtest.report.gallery import write_index
 from loadtest.report.render import limited_by
 from loadtest.report.summary import measurement_rows
 from loadtest.runners import calibration
@@ -99,6 +100,11 @@ def run_and_report(bench: Bench, dry_run: bool = False) -> int:
     for path in outputs:
         bench.console.print(f"  {path.relative_to(bench.folder)}")
     list_failed(bench)
+    try:
+        index = write_index(bench.folder.parent)
+        bench.console.print(f"every run: {escape(str(index))}")
+    except OSError as exc:  # the run's own report is written: say so and go on
+        bench.console.print(f"[yellow]the runs' index was not written: {exc}[/]")
     return code
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from loadtest.bench.results import RESULTS_FILE, RESULTS_ROOT, run_folder
 from loadtest.report import generate
+from loadtest.report.gallery import write_index
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -26,4 +27,5 @@ def cmd_report(args: argparse.Namespace) -> int:
     print(f"report: {folder}")
     for path in outputs:
         print(f"  {path.relative_to(folder)}")
+    print(f"every run: {write_index(folder.parent)}")
     return 0

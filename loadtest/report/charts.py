@@ -508,6 +508,34 @@ def warmup_curves(records: list[dict], scenario: str, path: Path) -> Path | None
     return _save(fig, path, "a JIT (JVM, PyPy) climbs for several windows; others settle in two")
 
 
+def efficiency(rows: list[dict], scenario: str, path: Path) -> Path | None:
+    """Requests/s against the server CPU used, a point per stack and connection level
+    (closed loop): up and to the left is more work per CPU-second."""
+    points = [r for r in closed_rows(rows) if r["scenario"] == scenario
+              and r["rps_median"] and r.get("server_cpu_mean_pct")]  # fmt: skip
+    if not points:
+        return None
+    stacks = sorted({r["stack"] for r in points})
+    colors = _colors(stacks)
+    fig, ax = plt.subplots(figsize=(8.5, 4.6))
+    for stack in stacks:
+        mine = sorted((r for r in points if r["stack"] == stack), key=lambda r: r["connections"])
+        style = CEILING_STYLE if stack == "ceiling" else {"color": colors[stack]}
+        ax.plot([r["server_cpu_mean_pct"] / 100 for r in mine], [r["rps_median"] for r in mine],
+                marker="o", markersize=4, linestyle=":", color=style["color"],
+                label=mine[0].get("display_name", stack))  # fmt: skip
+        for r in mine:
+            ax.annotate(str(r["connections"]), (r["server_cpu_mean_pct"] / 100, r["rps_median"]),
+                        fontsize=6, xytext=(3, 2), textcoords="offset points")  # fmt: skip
+    ax.set_xlabel("server CPU used (cores, mean over the run)")
+    ax.set_ylabel("requests/s")
+    ax.yaxis.set_major_formatter(FuncFormatter(_thousands))
+    ax.set_title(f"efficiency, {scenario}: throughput against CPU (labels: connections)")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7, ncol=2)
+    return _save(fig, path, "requests per CPU-second = y / x (summary.csv: rps_per_cpu_s)")
+
+
 def sustainable_steps(records: list[dict], scenario: str, path: Path) -> Path | None:
     """The sustainable-rate search (RATE=slo): the corrected percentile against the offered
     rate, every step of every stack's search (first round), the objective drawn."""
@@ -563,6 +591,7 @@ def all_charts(rows: list[dict], records: list[dict], folder: Path) -> dict[str,
             rps_vs_quota(rows, scenario, folder / f"rps-quota-{scenario}.png"),
             rps_vs_share(rows, scenario, folder / f"rps-share-{scenario}.png"),
             latency_bars(rows, scenario, folder / f"latency-{scenario}.png", note),
+            efficiency(rows, scenario, folder / f"efficiency-{scenario}.png"),
             latency_cdf(records, scenario, folder / f"cdf-{scenario}.png", note),
             config_cdf(records, scenario, folder / f"cdf-config-{scenario}.png", note),
             ttfb_chart(rows, scenario, folder / f"ttfb-{scenario}.png"),

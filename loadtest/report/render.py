@@ -6,6 +6,7 @@ import base64
 import html
 from pathlib import Path
 
+from loadtest.report.leaderboard import LEADERBOARD_HEAD, LEADERBOARD_NOTE, leaderboards
 from loadtest.report.sustainable import SLO_HEAD, SLO_NOTE, slo_tables
 
 CO_NOTE = (
@@ -116,7 +117,7 @@ def table_cells(row: dict) -> list[str]:
         if row["rate_spec"]
         else "-",
         str(row["runs"]),
-        fmt(row["rps_median"]) + (" (?)" if unexplained(row) else ""),
+        fmt(row["rps_median"]) + figure_mark(row),
         limited_by(row),
         cv,
         share,
@@ -270,8 +271,22 @@ def extra_notes(rows: list[dict]) -> list[str]:
     return notes
 
 
+def figure_mark(row: dict) -> str:
+    return " (?)" if unexplained(row) else ""
+
+
+def boards(rows: list[dict]) -> list[tuple[str, list[list[str]]]]:
+    return leaderboards(rows, limited_by, figure_mark)
+
+
 def markdown(rows: list[dict], outcomes: dict, run: dict, charts: dict[str, list[Path]]) -> str:
     out = [f"# serverlab results: {run.get('run_id', '')}", ""]
+    ranked = boards(rows)
+    if ranked:
+        out += ["## Leaderboard", "", LEADERBOARD_NOTE]
+        for title, cells in ranked:
+            out += ["", f"### {title}", "", md_table(LEADERBOARD_HEAD, cells)]
+        out += ["", "## This run", ""]
     out += [f"- **{k}**: {v}" for k, v in run_facts(run)]
     out += ["", "## Notes", "", f"- {VERDICT_NOTE}", f"- {CO_NOTE}", f"- {CLIENT_BOUND_NOTE}", f"- {NOISY_NOTE}",
             "- Statistics: median over the runs; CV = coefficient of variation of requests/s; "
@@ -352,6 +367,15 @@ def _html_table(head: list[str], rows: list[list[str]], row_classes=None, flag_c
 def html_report(rows: list[dict], outcomes: dict, run: dict, charts: dict[str, list[Path]]) -> str:
     title = f"serverlab results: {run.get('run_id', '')}"
     body = [f"<h1>{html.escape(title)}</h1>"]
+    ranked = boards(rows)
+    if ranked:
+        body.append("<h2>Leaderboard</h2>")
+        body.append(f"<p>{html.escape(LEADERBOARD_NOTE)}</p>")
+        for caption, cells in ranked:
+            body.append(f"<h3>{html.escape(caption)}</h3>")
+            body.append(_html_table(LEADERBOARD_HEAD, cells,
+                                    ["ceiling" if c[0] == "-" else "" for c in cells]))  # fmt: skip
+        body.append("<h2>This run</h2>")
     facts = "".join(
         f"<tr><th>{html.escape(k)}</th><td>{html.escape(str(v))}</td></tr>"
         for k, v in run_facts(run)

@@ -9,8 +9,9 @@ import statistics
 from collections import defaultdict
 from pathlib import Path
 
-from loadtest.core.stats import summarize
+from loadtest.core.stats import bootstrap_ci, summarize
 from loadtest.measure.tools.base import ERROR_KINDS, PERCENTILES, latency_key
+from loadtest.report.samples import rps_samples
 
 LATENCY_KEYS = ["mean", "stdev", *[latency_key(p) for p in PERCENTILES], "max"]
 # Time to first byte over fresh connections (loadtest/ttfb.py): medians over runs.
@@ -29,6 +30,7 @@ COLUMNS = [
     "rate_spec", "rate", "cpu_quota", "server_cores", "cpu_share", "shared_cores", "protocol",
     "runs", "failed_runs",
     "rps_median", "rps_mid_mean", "rps_cv", "rps_min", "rps_max",
+    "rps_ci_low", "rps_ci_high", "rps_ci_source", "rps_per_cpu_s", "rss_per_1k_conn_mb",
     *[f"latency_{k.replace('.', '_')}_ms" for k in LATENCY_KEYS],
     "requests", *[f"errors_{kind}" for kind in ERROR_KINDS], "errors_total", "error_rate",
     "mb_per_s", "bytes_per_response", "header_bytes", "body_bytes", "server_header",
@@ -160,7 +162,34 @@ def aggregate(group: list[dict]) -> dict:
     for key in TTFB_KEYS:  # measured apart from the load: also after a failed load
         row[key] = _round(_median(r.get(key) for r in group), 3)
     row.update(slo_columns(ok))
+    row.update(interval_columns(ok))
+    row.update(efficiency_columns(row))
     return row
+
+
+def interval_columns(ok: list[dict]) -> dict:
+    """95% bootstrap interval of the median requests/s (report/samples.py says over
+    what); `_rps_samples` stays in the row for the leaderboard's significance test."""
+    samples, source = rps_samples(ok)
+    interval = bootstrap_ci(samples)
+    return {
+        "rps_ci_low": _round(interval[0], 1) if interval else None,
+        "rps_ci_high": _round(interval[1], 1) if interval else None,
+        "rps_ci_source": source if interval else "",
+        "_rps_samples": samples,
+    }
+
+
+def efficiency_columns(row: dict) -> dict:
+    """Requests per CPU-second of the server (median req/s over median CPU cores used)
+    and peak RSS per 1,000 connections."""
+    cores_used = (row["server_cpu_mean_pct"] or 0) / 100
+    rps = row["rps_median"]
+    rss = row["rss_peak_mb"]
+    return {
+        "rps_per_cpu_s": _round(rps / cores_used, 1) if rps and cores_used > 0 else None,
+        "rss_per_1k_conn_mb": _round(rss / row["connections"] * 1000, 1) if rss else None,
+    }
 
 
 def slo_columns(ok: list[dict]) -> dict:

@@ -63,7 +63,8 @@ class Stacks:
         self.ports: dict[str, int] = {}
         self.display: dict[str, str] = {}
 
-    def add(self, role: str, build: str = "true", run: str = REFERENCE_RUN, files=None) -> str:
+    def add(self, role: str, build: str = "true", run: str = REFERENCE_RUN, files=None,
+            warmup_s: float = 0.0) -> str:  # fmt: skip
         name = f"fault-{role}-{self.token}"
         display_name = f"Fault {role} {self.token}"
         port = free_port()
@@ -82,6 +83,7 @@ class Stacks:
                 runtime = "CPython"
                 runtime_version = "3.11"
                 port = {port}
+                warmup_s = {warmup_s}
 
                 [concurrency]
                 kind = "threads"

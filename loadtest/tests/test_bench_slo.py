@@ -14,6 +14,7 @@ oha runs against 127.0.0.1 at constant rates for a few seconds per step.
 
 from __future__ import annotations
 
+from loadtest.bench.results import read_records
 from loadtest.core.slo import PRECISION
 from loadtest.tests.standin_server import CAPACITY_RPS, STALL_EVERY_S, STALL_MS
 from loadtest.tests.test_bench_faults import (
@@ -24,7 +25,6 @@ from loadtest.tests.test_bench_faults import (
 )
 from loadtest.tests.test_bench_validity import STANDIN_RUN
 from loadtest.tests.test_lab5_coordinated_omission import ensure_oha
-from loadtest.bench.results import read_records
 
 # Above this host's scheduling noise (a busy 2-core machine delays a thread by
 # a few ms now and then), well below what either flaw adds.

@@ -56,3 +56,18 @@ def test_a_run_that_slows_half_way_is_not_steady(stacks, tmp_path):
     (record,) = measurements(only_run(tmp_path / "results"), degrading)
     assert record["not_steady"] and record["drift"] < -0.3, record["server"]
     assert "NOT-STEADY" in done.stdout
+
+
+def test_a_declared_jit_warm_up_goes_round_every_scenario_of_the_instance(stacks, tmp_path):
+    # A JIT compiles what each request path runs: a prime on one scenario leaves the rest cold.
+    jit = stacks.add("jit", warmup_s=4)
+    done = run_bench(stacks, tmp_path / "results", [jit], "--scenarios", "hello,kb1",
+                     "--warmup", "2", "--duration", "1", timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    folder = only_run(tmp_path / "results")
+    names = sorted(p.name for p in (folder / "raw" / "warmup").iterdir() if ".primed" in p.name)
+    for scenario in ("hello", "kb1"):
+        for turn in (1, 2):
+            assert any(f"-{scenario}-" in n and f".primed{turn}" in n for n in names), names
+    records = measurements(folder, jit)
+    assert sorted(r.get("warmup_primed_s") or 0 for r in records) == [0, 4]  # once per instance

@@ -1,0 +1,69 @@
+"""The leaderboard ranks by median, says what limited each figure, and calls a gap
+significant only when the data can tell (report/leaderboard.py, report/samples.py)."""
+
+from __future__ import annotations
+
+from loadtest.report.leaderboard import gap, leaderboards, ranked_rows
+from loadtest.report.samples import ROUNDS, WINDOWS, rps_samples
+from loadtest.report.summary import measurement_rows
+
+
+def record(stack: str, rps: float, repetition: int = 1, windows=None, ceiling=False) -> dict:
+    return {
+        "kind": "measurement", "status": "ok", "stack": stack, "display_name": stack,
+        "ceiling": ceiling, "scenario": "hello", "connections": 64, "tool": "wrk",
+        "phase": "measure", "rate_spec": "", "repetition": repetition, "verdict": "server-bound",
+        "result": {"rps": rps, "requests": int(rps * 10), "latency_ms": {"p99": 2.0},
+                   "errors": {}, "bytes_per_s": rps * 200, "bytes_total": int(rps * 2000)},
+        "server": {"cpu_mean_pct": 95.0, "rss_peak_bytes": 50 * 2**20,
+                   "loopback_bytes_per_s": windows or []},
+    }  # fmt: skip
+
+
+def board(records: list[dict]) -> list[list[str]]:
+    rows = measurement_rows(records)
+    ((_, cells),) = leaderboards(rows, lambda r: r["verdict"], lambda r: "")
+    return cells
+
+
+def test_rounds_far_apart_rank_and_are_significant_by_intervals():
+    records = [record("fast", v, i) for i, v in enumerate([1000, 1010, 990], 1)]
+    records += [record("slow", v, i) for i, v in enumerate([500, 505, 495], 1)]
+    cells = board(records)
+    assert [c[1] for c in cells] == ["fast", "slow"]
+    assert cells[0][7] == "significant (intervals)"  # 3 rounds each: MWU cannot reach 0.05
+    assert cells[1][7] == "-"
+
+
+def test_overlapping_rounds_are_within_noise():
+    records = [record("a", v, i) for i, v in enumerate([1000, 900, 1100], 1)]
+    records += [record("b", v, i) for i, v in enumerate([980, 1050, 920], 1)]
+    assert board(records)[0][7] == "within noise (intervals)"
+
+
+def test_four_rounds_or_more_use_mann_whitney():
+    fast = {"_rps_samples": [1000, 1010, 990, 1005, 995], "rps_ci_low": 990}
+    slow = {"_rps_samples": [500, 505, 495, 502, 498], "rps_ci_high": 505}
+    assert gap(fast, slow).startswith("significant (MWU p=0.008")
+    same = {"_rps_samples": [1000, 990, 1010, 1001, 999], "rps_ci_high": 1010}
+    assert gap(fast, same).startswith("within noise (MWU")
+
+
+def test_one_round_takes_its_intervals_from_the_windows_of_the_run():
+    windows = [0, 100, 1000, 1020, 980, 1010, 990, 1000, 500, 0]
+    samples, source = rps_samples([record("a", 5000.0, windows=windows)])
+    assert source == WINDOWS
+    assert len(samples) == 6  # idle edges and the partial first and last windows dropped
+    assert abs(sum(samples) / len(samples) - 5000.0) < 1e-6  # the tool's level, the loopback's shape
+    assert rps_samples([record("a", 1.0), record("a", 2.0, 2)]) == ([1.0, 2.0], ROUNDS)
+
+
+def test_the_ceiling_is_shown_unranked_and_efficiency_columns_follow_the_figures():
+    records = [record("x", 800.0, i) for i in (1, 2)] + [record("ceiling", 3000.0, ceiling=True)]
+    rows = measurement_rows(records)
+    ((key, ordered),) = ranked_rows(rows).items()
+    assert [r["stack"] for r in ordered] == ["x", "ceiling"]
+    x = ordered[0]
+    assert x["rps_ci_low"] <= x["rps_median"] <= x["rps_ci_high"]
+    assert x["rps_per_cpu_s"] == round(800 / 0.95, 1)
+    assert x["rss_per_1k_conn_mb"] == round(50 / 64 * 1000, 1)

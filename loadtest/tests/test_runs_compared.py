@@ -1,0 +1,88 @@
+"""A real bench with three rounds, then what a user does with runs: read the
+leaderboard, find the run in results/index.html, compare it with another.
+
+The "other" run is a copy of the real one with one stack's requests/s scaled
+by a known factor in results.jsonl (and a different commit in run.json), so
+the comparison has a known answer; load goes to 127.0.0.1 only.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+
+from loadtest.core.manifest import REPO_ROOT
+from loadtest.tests.test_bench_faults import (
+    only_run,
+    pytestmark,  # noqa: F401  (nginx and wrk needed, as for the fault tests)
+    run_bench,
+    stacks,  # noqa: F401  (fixture)
+)
+
+FASTER = 1.5
+
+
+def scaled_copy(folder, stack: str, factor: float):
+    copy = folder.parent / (folder.name + "-copy")
+    shutil.copytree(folder, copy)
+    lines = []
+    for line in (copy / "results.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        if record.get("kind") == "measurement" and record["stack"] == stack:
+            record["result"]["rps"] *= factor
+        lines.append(json.dumps(record))
+    (copy / "results.jsonl").write_text("\n".join(lines) + "\n")
+    run = json.loads((copy / "run.json").read_text())
+    run["git"]["commit"] = "0" * 40
+    run["started_at"] = "2099-01-01T00:00:00+00:00"
+    (copy / "run.json").write_text(json.dumps(run))
+    return copy
+
+
+def harness(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "loadtest", *args], cwd=REPO_ROOT,
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+
+
+def test_leaderboard_gallery_and_comparison_of_real_runs(stacks, tmp_path):  # noqa: F811
+    first, second = stacks.add("first"), stacks.add("second")
+    results = tmp_path / "results"
+    done = run_bench(stacks, results, [first, second], "--repeat", "3", "--duration", "1",
+                     timeout=240)  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    folder = only_run(results)
+
+    summary = (folder / "summary.md").read_text()
+    assert summary.startswith(f"# serverlab results: {folder.name}\n\n## Leaderboard")
+    assert "(interval over rounds)" in summary and "gap to next" in summary
+    header, *rows = (folder / "summary.csv").read_text().splitlines()
+    columns = header.split(",")
+    for row in rows:
+        values = dict(zip(columns, row.split(",")))
+        if values["phase"] == "measure" and values["runs"] == "3":
+            low, mid, high = (float(values[k]) for k in ("rps_ci_low", "rps_median", "rps_ci_high"))
+            assert low <= mid <= high and values["rps_ci_source"] == "rounds"
+            assert float(values["rps_per_cpu_s"]) > 0 and float(values["rss_per_1k_conn_mb"]) > 0
+    assert (folder / "charts" / "efficiency-hello.png").is_file()
+
+    copy = scaled_copy(folder, first, FASTER)
+    listed = harness("report", str(copy), "--results-dir", str(results))
+    assert listed.returncode == 0, listed.stdout + listed.stderr
+    index = (results / "index.html").read_text()
+    assert index.index(copy.name) < index.index(f">{folder.name}<")  # newest first
+    for run in (folder, copy):
+        assert f'href="{run.name}/report.html"' in index and (run / "report.html").is_file()
+
+    compared = harness("compare", f"{folder.name},{copy.name}", "--results-dir", str(results))
+    assert compared.returncode == 0, compared.stdout + compared.stderr
+    report = (results / f"compare-{folder.name}-vs-{copy.name}" / "compare.md").read_text()
+    lines = {line.split(" | ")[0].strip("| "): line for line in report.splitlines() if " | " in line}
+    assert "improvement" in lines[first] and f"{FASTER:.3f}" in lines[first], report
+    assert "no significant change" in lines[second], report
+    assert "commit:" in report and "0000000000" in report
+
+    for bad in ("one-run-only", f"{folder.name},no-such-run"):
+        refused = harness("compare", bad, "--results-dir", str(results))
+        assert refused.returncode == 2 and "compare:" in refused.stdout, refused.stdout
