@@ -13,14 +13,19 @@ corrected for coordinated omission) and keeps the highest one at which
   server that cannot keep up answers fewer requests than were sent).
 
 A step where the load tool itself was the bottleneck says nothing about the
-server: it is kept in the record as `client` and ends the search there.
+server: it is kept in the record as `client`, and the search goes on below
+it, since rates above that are out of the tool's reach; an answer found
+that way is a lower bound, and `reason` says so.
 
 The search starts at the closed-loop peak (a stack that meets the objective
 there is sustainable at least at its peak), then bisects between the last
 rate that passed and the first that failed until they are within PRECISION
-of the peak, and confirms the answer with a second run at that rate (one
-step lower if the confirmation fails, so a lucky run is not the answer).
-This module is pure arithmetic on step outcomes; loadtest/bench runs them.
+of the peak, and confirms the answer with a second run at that rate, so a
+lucky run is not the answer.
+A rate that fails its confirmation
+is not sustainable: the bisection resumes below it, from the last lower rate
+that passed, up to CONFIRMATIONS times. This module is pure arithmetic on
+step outcomes; loadtest/bench runs them.
 """
 
 from __future__ import annotations
@@ -40,6 +45,9 @@ FLOOR_SHARE = 0.05
 # 2,000 is the 20th-highest); a slow rate runs longer, up to the cap.
 MIN_STEP_REQUESTS = 2000
 MAX_STEP_S = 30.0
+# An answer must pass twice; a rate that fails its confirmation is searched
+# again below, at most this many times (each costs a few steps).
+CONFIRMATIONS = 3
 
 
 @dataclass(frozen=True)
@@ -118,37 +126,43 @@ def search(
         result.reason = "no closed-loop peak to start from"
         return result
     first = run(peak)
-    if first == "client":
-        result.reason = f"the load tool could not keep {peak:.0f} req/s"
-        return result
+    client_limit = peak if first == "client" else None
+    passed = [peak] if first == "pass" else []
     low, high = (peak, peak) if first == "pass" else (0.0, peak)
     floor = FLOOR_SHARE * peak
-    while high - low > precision * peak:
-        middle = (low + high) / 2
-        if middle < floor:
+    for _ in range(CONFIRMATIONS):
+        while high - low > precision * peak:
+            middle = (low + high) / 2
+            if middle < floor:
+                break
+            outcome = run(middle)
+            if outcome == "client":
+                client_limit = middle
+            if outcome == "pass":
+                passed.append(middle)
+            low, high = (middle, high) if outcome == "pass" else (low, middle)
+        if low <= 0:
             break
-        outcome = run(middle)
-        if outcome == "client":
-            result.reason = f"the load tool could not keep {middle:.0f} req/s"
+        if run(low) == "pass":  # the confirmation: a lucky run is not the answer
+            result.slo_rps = round(low, 1)
+            result.percentile_ms = result.steps[-1][2]
             break
-        low, high = (middle, high) if outcome == "pass" else (low, middle)
-    if low <= 0:
-        result.reason = result.reason or (
-            f"p{percentile:g} above {objective_ms:g} ms (or errors) at every rate "
+        # Not sustainable after all: search again below it, from the last lower pass.
+        high = low
+        low = max((rate for rate in passed if rate < high), default=0.0)
+    else:
+        result.reason = f"passes did not repeat in {CONFIRMATIONS} confirmations (noisy host?)"
+        return result
+    if result.slo_rps is None:
+        result.reason = (
+            f"the load tool could not keep {client_limit:.0f} req/s, and no lower rate passed"
+            if client_limit and all(step[3] == "client" for step in result.steps)
+            else f"p{percentile:g} above {objective_ms:g} ms (or errors) at every rate "
             f"down to {FLOOR_SHARE:.0%} of the peak"
         )
-        return result
-    return confirm(result, low, precision * peak, run)
-
-
-def confirm(result: SloResult, rate: float, step_down: float, run) -> SloResult:
-    """A second run at the answer; one step lower if it fails; else no answer."""
-    for candidate in (rate, rate - step_down):
-        if candidate <= 0:
-            break
-        if run(candidate) == "pass":
-            result.slo_rps = round(candidate, 1)
-            result.percentile_ms = result.steps[-1][2]
-            return result
-    result.reason = f"passed once at {rate:.0f} req/s but not when run again (noisy host?)"
+    elif client_limit:
+        result.reason = (
+            f"a lower bound: the load tool could not keep {client_limit:.0f} req/s, "
+            "so higher rates were not tried"
+        )
     return result

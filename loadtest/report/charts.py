@@ -551,11 +551,15 @@ def sustainable_steps(records: list[dict], scenario: str, path: Path) -> Path | 
     objective = searches[0]["slo_objective_ms"]
     percentile = searches[0]["slo_percentile"]
     for label, record in sorted(first.items()):
-        steps = sorted(s for s in record["slo_steps"] if s[2] is not None)
+        steps = sorted(s for s in record["slo_steps"] if s[2] is not None and s[3] != "client")
+        busy = [s for s in record["slo_steps"] if s[2] is not None and s[3] == "client"]
         style = CEILING_STYLE if record["stack"] == "ceiling" else {"color": colors[label]}
         name = record.get("display_name", record["stack"]) + label[len(record["stack"]):]
         ax.plot([s[0] for s in steps], [s[2] for s in steps], marker="o", markersize=3,
                 label=name, **style)  # fmt: skip
+        if busy:  # the load tool fell behind: no verdict on the server there
+            ax.scatter([s[0] for s in busy], [s[2] for s in busy], marker="x", s=30,
+                       color=style["color"])  # fmt: skip
         if record.get("slo_rps"):
             ax.axvline(record["slo_rps"], color=style["color"], alpha=0.25, linewidth=1)
     ax.axhline(objective, color="#d33", linestyle=":", linewidth=1.2,
@@ -567,7 +571,8 @@ def sustainable_steps(records: list[dict], scenario: str, path: Path) -> Path | 
     ax.set_title(f"sustainable throughput, {scenario}: every step of the search")
     ax.grid(True, alpha=0.3, which="both")
     ax.legend(fontsize=7, ncol=2)
-    return _save(fig, path, "faint vertical lines: each stack's sustainable rate (confirmed)")
+    return _save(fig, path, "faint vertical lines: each stack's sustainable rate (confirmed); "
+                 "x: the load tool could not keep that rate (no verdict on the server)")
 
 
 def all_charts(rows: list[dict], records: list[dict], folder: Path) -> dict[str, list[Path]]:

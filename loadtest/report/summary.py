@@ -194,18 +194,19 @@ def efficiency_columns(row: dict) -> dict:
 
 def slo_columns(ok: list[dict]) -> dict:
     """The sustainable rate of one row. Aggregation: medians over the rounds whose
-    search found a rate; none found in any round: empty, with the most frequent reason."""
+    search found a rate (none found in any round: empty); the most frequent reason."""
     found = [r for r in ok if r.get("slo_rps")]
     searched = [r for r in ok if "slo_rps" in r]
     if not searched:
         return dict.fromkeys(SLO_COLUMNS)
-    reasons = [r.get("slo_reason", "") for r in searched if not r.get("slo_rps")]
+    # Why none was found, or what bounds the one found (a load tool short of CPU).
+    reasons = [r.get("slo_reason", "") for r in (found or searched)]
     return {
         "slo_rps": _round(_median(r["slo_rps"] for r in found), 1),
         "slo_percentile_ms": _round(_median(r.get("slo_percentile_ms") for r in found), 3),
         "slo_objective_ms": searched[0].get("slo_objective_ms"),
         "slo_share_of_peak": _round(_median(r.get("slo_share_of_peak") for r in found), 4),
-        "slo_reason": "" if found else max(set(reasons), key=reasons.count),
+        "slo_reason": max(set(reasons), key=reasons.count),
     }
 
 

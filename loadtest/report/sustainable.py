@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-SLO_HEAD = ["#", "stack", "sustainable req/s", "pN at it (ms)", "peak req/s (wrk)",
-            "share of peak", "steps"]  # fmt: skip
+SLO_HEAD = ["#", "stack", "sustainable req/s", "its percentile (ms)", "peak req/s (wrk)",
+            "share of peak", "rounds", "note"]  # fmt: skip
 SLO_NOTE = (
     "Sustainable throughput: the highest constant rate (oha, latency corrected) at which "
     "the objective's percentile stayed within the objective with no errors and the whole "
@@ -31,6 +31,7 @@ def slo_tables(rows: list[dict]) -> list[tuple[str, list[list[str]]]]:
         for place, row in enumerate(ranked, start=1):
             peak = peaks.get((row["stack"], scenario, connections, row.get("cpu_quota")))
             found = row.get("slo_rps")
+            note = row.get("slo_reason") if found else ""
             cells.append([
                 "-" if row["ceiling"] or not found else str(place),
                 row.get("display_name") or row["stack"],
@@ -39,6 +40,7 @@ def slo_tables(rows: list[dict]) -> list[tuple[str, list[list[str]]]]:
                 f"{peak:,.0f}" if peak else "-",
                 f"{row['slo_share_of_peak']:.0%}" if row.get("slo_share_of_peak") else "-",
                 str(row["runs"]),
+                note or "",
             ])  # fmt: skip
         tables.append((f"{scenario}, {connections} connections, objective {objective:g} ms", cells))
     return tables
