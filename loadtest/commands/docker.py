@@ -144,10 +144,12 @@ def smoke_steps(servers: list[str] | None, bench: bool) -> int:
     os.environ["SERVERLAB_DOCKER_PORTS"] = "free"
     runner = DockerRunner(base_images="standin")
     stage("stand-in base images (cached)")
-    wanted = [compose_file.LOADGEN_DOCKERFILE] + [compose_file.dockerfile_path(m) for m in selected]
-    for dockerfile in wanted:
+    wanted = [(compose_file.LOADGEN_DOCKERFILE, None)]
+    wanted += [(compose_file.dockerfile_path(m), m) for m in selected]
+    for dockerfile, manifest in wanted:
         try:
-            print(dockerfile.relative_to(REPO_ROOT), runner.base_image_refs(dockerfile), flush=True)
+            refs = runner.base_image_refs(dockerfile, manifest)
+            print(dockerfile.relative_to(REPO_ROOT), refs, flush=True)
         except StepError as exc:
             failures.append(exc.explain())
             print(exc.explain(), flush=True)

@@ -23,6 +23,10 @@ CONCURRENCY_KINDS = ("processes", "threads", "event-loops", "goroutines", "green
 DEFAULT_WORKERS = ("cpus", "2*cpus+1")
 # "api": the HTTP contract of contracts/README.md; "static": serves contracts/static/.
 CONTRACTS = ("api", "static")
+# [docker] keys a family Dockerfile (servers/_shared/<family>/Dockerfile) takes
+# as build args, upper-cased; `base_image` replaces the family's BASE_IMAGE for
+# a stack that cannot run on the family's interpreter (meinheld).
+DOCKER_FAMILY_KEYS = ("start", "build_packages", "runtime_packages")
 # An exact version: digits and dots, optionally a pre-release or build suffix;
 # Debian package versions (1.22.1-9+deb12u11, 2.4.71-1~deb12u1) included.
 EXACT_VERSION = re.compile(r"^\d+(\.\d+)*([.+~-][0-9A-Za-z.+~-]+)?$")
@@ -239,7 +243,7 @@ def validate_data(data: dict) -> list[str]:
         problems.append(f"'contract' must be one of {', '.join(CONTRACTS)}")
     if not isinstance(data.get("tls", False), bool):
         problems.append("'tls' must be true or false")
-    for key in ("start", "build_packages", "runtime_packages"):  # a family Dockerfile's
+    for key in (*DOCKER_FAMILY_KEYS, "base_image"):
         if not isinstance(data["docker"].get(key, ""), str):
             problems.append(f"'docker.{key}' must be a string")
     warmup = data.get("warmup_s", 0)

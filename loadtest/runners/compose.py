@@ -30,7 +30,7 @@ import json
 import re
 from pathlib import Path
 
-from loadtest.core.manifest import REPO_ROOT, Manifest, load_all
+from loadtest.core.manifest import DOCKER_FAMILY_KEYS, REPO_ROOT, Manifest, load_all
 
 COMPOSE_FILE = REPO_ROOT / "docker-compose.yml"
 LOADGEN_DOCKERFILE = REPO_ROOT / "docker" / "loadgen" / "Dockerfile"
@@ -93,10 +93,14 @@ def stage_names(dockerfile: Path) -> set[str]:
     return names
 
 
-def official_base_images(dockerfile: Path) -> dict[str, str]:
-    """Base-image ARGs whose default is an image (not one of the file's own stages)."""
+def official_base_images(dockerfile: Path, manifest: Manifest | None = None) -> dict[str, str]:
+    """Base-image ARGs whose default is an image (not one of the file's own stages);
+    a stack's `[docker] base_image` in place of a family Dockerfile's BASE_IMAGE."""
     stages = stage_names(dockerfile)
-    return {k: v for k, v in base_image_args(dockerfile).items() if v not in stages}
+    images = {k: v for k, v in base_image_args(dockerfile).items() if v not in stages}
+    if manifest is not None and "BASE_IMAGE" in images and manifest.docker.get("base_image"):
+        images["BASE_IMAGE"] = manifest.docker["base_image"]
+    return images
 
 
 def arg_default(dockerfile: Path, name: str) -> str | None:
@@ -128,26 +132,22 @@ def declared_args(dockerfile: Path) -> set[str]:
     return set(re.findall(r"^\s*ARG\s+([A-Za-z_][A-Za-z0-9_]*)", text, re.MULTILINE))
 
 
-# [docker] keys of a manifest that a family Dockerfile takes as build args.
-FAMILY_KEYS = ("start", "build_packages", "runtime_packages")
-
-
 def stack_args(manifest: Manifest, dockerfile: Path) -> dict[str, str]:
     """What a family Dockerfile needs to build one stack, from its manifest: STACK
     (the folder), PORT, and START, BUILD_PACKAGES, RUNTIME_PACKAGES from [docker];
     each only where the Dockerfile declares it."""
     known = {"STACK": manifest.name, "PORT": str(manifest.port)}
-    for key in FAMILY_KEYS:
+    for key in DOCKER_FAMILY_KEYS:
         if key in manifest.docker:
             known[key.upper()] = manifest.docker[key]
     return {name: value for name, value in known.items() if name in declared_args(dockerfile)}
 
 
-def build_section(service: str, dockerfile: Path, fixed: dict[str, str] | None = None) -> dict:
-    args = {
-        name: f"${{{env_name(service, name)}:-{default}}}"
-        for name, default in base_image_args(dockerfile).items()
-    }
+def build_section(
+    service: str, dockerfile: Path, fixed: dict[str, str] | None = None, manifest=None
+) -> dict:
+    defaults = {**base_image_args(dockerfile), **official_base_images(dockerfile, manifest)}
+    args = {name: f"${{{env_name(service, name)}:-{default}}}" for name, default in defaults.items()}
     args.update(fixed or {})
     section = {
         "context": ".",
@@ -167,7 +167,8 @@ def stack_service(manifest: Manifest) -> dict:
         "<<": "*hardening",
         "image": image_name(manifest.name),
         "build": build_section(
-            manifest.name, dockerfile_path(manifest), stack_args(manifest, dockerfile_path(manifest))
+            manifest.name, dockerfile_path(manifest), stack_args(manifest, dockerfile_path(manifest)),
+            manifest,
         ),
         "profiles": [manifest.name, "servers"],
         "environment": {

@@ -151,7 +151,7 @@ class DockerRunner:
 
     def build(self, manifest: Manifest) -> bool:
         """`docker compose build` the stack's service; True when the image changed."""
-        return self.build_service(manifest.stack, compose_file.dockerfile_path(manifest))
+        return self.build_service(manifest.stack, compose_file.dockerfile_path(manifest), manifest)
 
     def start(self, manifest: Manifest, limits: Limits, port: int | None = None) -> DockerServer:
         if port is None and os.environ.get("SERVERLAB_DOCKER_PORTS") == "free":
@@ -169,8 +169,8 @@ class DockerRunner:
             info["image_created"] = data["Created"]
             info["image_user"] = data["Config"].get("User", "")
         dockerfile = compose_file.dockerfile_path(manifest)
-        info["official_base_images"] = compose_file.official_base_images(dockerfile)
-        info["base_images"] = self.base_image_refs(dockerfile)
+        info["official_base_images"] = compose_file.official_base_images(dockerfile, manifest)
+        info["base_images"] = self.base_image_refs(dockerfile, manifest)
         for ref in set(info["base_images"].values()):
             with contextlib.suppress(subprocess.SubprocessError, OSError, json.JSONDecodeError):
                 labels = (
@@ -189,9 +189,9 @@ class DockerRunner:
 
     # -- building
 
-    def base_image_refs(self, dockerfile: Path) -> dict[str, str]:
+    def base_image_refs(self, dockerfile: Path, manifest: Manifest | None = None) -> dict[str, str]:
         """ARG name -> the base image a build uses (official default or its stand-in)."""
-        defaults = compose_file.official_base_images(dockerfile)
+        defaults = compose_file.official_base_images(dockerfile, manifest)
         if self.base_images == "official":
             return defaults
         if dockerfile == compose_file.LOADGEN_DOCKERFILE:
@@ -220,9 +220,9 @@ class DockerRunner:
             self._standins.update(json.loads(result.stdout))
         return self._standins[ref]
 
-    def build_env(self, service: str, dockerfile: Path) -> dict:
+    def build_env(self, service: str, dockerfile: Path, manifest: Manifest | None = None) -> dict:
         env = dict(os.environ)
-        for arg, ref in self.base_image_refs(dockerfile).items():
+        for arg, ref in self.base_image_refs(dockerfile, manifest).items():
             env[compose_file.env_name(service, arg)] = ref
         # The extra CA for HTTPS downloads in builds (see the Dockerfiles'
         # extra_ca secret). Stand-in builds run behind this host's TLS setup,
@@ -231,13 +231,13 @@ class DockerRunner:
             env["EXTRA_CA"] = str(HOST_CA)
         return env
 
-    def build_service(self, service: str, dockerfile: Path) -> bool:
+    def build_service(self, service: str, dockerfile: Path, manifest: Manifest | None = None) -> bool:
         image = compose_file.image_name(service)
         before = image_id(image)
         log_path = REPO_ROOT / ".build" / service / "docker-build.log"
         log_path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            env = self.build_env(service, dockerfile)
+            env = self.build_env(service, dockerfile, manifest)
         except StepError as exc:
             raise StepError(service, "build", exc.message, exc.output) from None
         with log_path.open("w") as out:
