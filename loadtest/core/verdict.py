@@ -8,7 +8,8 @@ measured in the same window:
   cores, or its CPU quota when capped): the figure is the stack's own.
 - `client-bound`: the load tool used nearly all of its cores: the figure is
   a lower bound for the server.
-- `neither`: both had CPU to spare, so something else set the pace. The
+- `neither`: both had CPU to spare, so something else set the pace, or more
+  than ERROR_SHARE of the requests failed (then whatever the CPUs say). The
   verdict then names the likely cause where the figures allow it (a
   delayed-ACK stall, waiting, errors, idle connections, too few
   connections, a tool whose counts do not add up...).
@@ -206,6 +207,11 @@ def judge(f: Figures) -> Verdict:
     )
     if f.offered_rate and f.rps >= OFFERED_RATE_SHARE * f.offered_rate:
         return Verdict("neither", "offered-rate", f"{f.rps:,.0f} of {f.offered_rate:,.0f}/s offered; {facts}", ratio)
+    attempted = f.requests + f.errors
+    if attempted and f.errors / attempted > ERROR_SHARE:
+        # Failures set the pace whatever the CPUs say: a client busy reconnecting
+        # (new TLS handshakes) after the server closed its connections is not the limit.
+        return Verdict("neither", "errors", f"{f.errors:,} errors in {attempted:,} requests; {facts}", ratio)
     if f.tool_share >= CLIENT_BOUND_SHARE:
         return Verdict("client-bound", "", facts, ratio)
     if f.shared_cores:
@@ -218,9 +224,6 @@ def judge(f: Figures) -> Verdict:
 
 def neither_cause(f: Figures, ratio: float | None, facts: str) -> tuple[str, str]:
     """(cause, detail) when neither side was busy; the first cause that fits."""
-    attempted = f.requests + f.errors
-    if attempted and f.errors / attempted > ERROR_SHARE:
-        return "errors", f"{f.errors:,} errors in {attempted:,} requests; {facts}"
     if ratio is not None and ratio > LITTLE_HIGH and f.tool not in LATENCY_BACKFILLED:
         return "tool-counts", (
             f"{f.rps:,.0f} req/s x {f.mean_latency_ms:.2f} ms = {ratio * f.connections:.1f} "

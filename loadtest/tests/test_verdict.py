@@ -79,9 +79,13 @@ def test_every_row_of_the_recorded_run_gets_a_verdict_and_a_neither_names_its_ca
     assert all(v.verdict in verdict.VERDICTS for v in found)
     neither = [v for v in found if v.verdict == "neither"]
     assert neither and all(v.cause in verdict.CAUSES and v.cause != "unknown" for v in neither)
-    # Only uwsgi's stalls are left unexplained by either side in that run.
-    stalled = {(r["stack"], r["scenario"]) for r, v in zip(rows, found) if v.verdict == "neither"}
-    assert stalled <= {("uwsgi", "kb10"), ("uwsgi", "kb100")}
+    # Limited by neither side in that run: uwsgi's stalls, and two figures set by
+    # failures: apache-static at 128 connections (4,437 errors in 5,212 requests,
+    # wrk busy re-handshaking) and cold flask-pypy (48 timeouts in 3,834).
+    causes = {(r["stack"], r["scenario"], v.cause) for r, v in zip(rows, found)
+              if v.verdict == "neither"}  # fmt: skip
+    assert causes <= {("uwsgi", "kb10", "delayed-ack"), ("uwsgi", "kb100", "delayed-ack"),
+                      ("apache-static", "page", "errors"), ("flask-pypy", "hello", "errors")}
 
 
 def test_a_quota_is_the_capacity():
@@ -103,6 +107,11 @@ def test_errors_idle_connections_and_tool_counts():
     errors = Figures(rps=800, connections=64, mean_latency_ms=2, server_cpu_pct=20,
                      server_capacity=1, tool_share=0.2, errors=500, requests=2400)  # fmt: skip
     assert judge(errors).cause == "errors"
+    # apache-static at 128 connections over TLS (run 20261125-041511-quick): the server
+    # closed 12% of its connections; wrk, re-handshaking, used 98% of its core.
+    reconnecting = Figures(rps=8468, connections=128, mean_latency_ms=6.8, server_cpu_pct=98,
+                           server_capacity=1, tool_share=0.98, errors=2061, requests=16985)  # fmt: skip
+    assert (judge(reconnecting).verdict, judge(reconnecting).cause) == ("neither", "errors")
     # 1,000 req/s x 2 ms = 2 connections in service of 64: the rest were idle.
     idle = Figures(rps=1000, connections=64, mean_latency_ms=2, server_cpu_pct=20,
                    server_capacity=1, tool_share=0.2)  # fmt: skip
