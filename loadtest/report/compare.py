@@ -6,7 +6,8 @@ bootstrap interval (core/stats.py `ratio_ci`) over the samples of each side
 (report/samples.py: the rounds, or the windows of a one-round run). A case
 is called a regression or an improvement only when the interval excludes 1
 (and, with 4 or more rounds on each side, Mann-Whitney U agrees at
-p < 0.05); anything else is "no significant change". Then what differs
+p < 0.05); anything else is "no significant change". A side with one round
+has only the windows of that run: the change is shown, not tested. Then what differs
 between the runs: commit, runtime and tool versions, dependencies, knobs
 and host. Written to results/compare-<old>-vs-<new>/compare.md and .html.
 """
@@ -22,7 +23,7 @@ from pathlib import Path
 from loadtest.bench.results import RESULTS_FILE, RUN_FILE, read_records
 from loadtest.core.stats import mann_whitney_p, ratio_ci
 from loadtest.report.leaderboard import MWU_MIN_SAMPLES, SIGNIFICANCE
-from loadtest.report.samples import rps_samples
+from loadtest.report.samples import ROUNDS, rps_samples
 
 HEAD = ["stack", "scenario", "conn", "tool/rate", "old req/s", "new req/s", "new/old",
         "95% interval", "verdict", "samples"]  # fmt: skip
@@ -57,10 +58,14 @@ def load_run(folder: Path) -> tuple[dict, dict[tuple, list[dict]]]:
     return run, cases
 
 
-def judge(old: list[float], new: list[float]) -> tuple[float, tuple | None, str]:
-    """(ratio of medians, its interval, verdict) for one case."""
+def judge(old: list[float], new: list[float], rounds: bool = True) -> tuple[float, tuple | None, str]:
+    """(ratio of medians, its interval, verdict) for one case. `rounds`: both sides'
+    samples are rounds; windows of one run do not show run-to-run noise, so a
+    change between one-round runs is shown but not tested."""
     ratio = statistics.median(new) / statistics.median(old)
     interval = ratio_ci(old, new)
+    if not rounds:
+        return ratio, interval, "not tested (one round on a side: REPEAT >= 3)"
     if interval is None:
         return ratio, None, "no significant change (one sample each: no interval)"
     low, high = interval
@@ -81,7 +86,7 @@ def case_rows(old: dict, new: dict) -> list[list[str]]:
         (before, source_a), (after, source_b) = rps_samples(old[key]), rps_samples(new[key])
         if not before or not after or statistics.median(before) <= 0:
             continue
-        ratio, interval, verdict = judge(before, after)
+        ratio, interval, verdict = judge(before, after, source_a == source_b == ROUNDS)
         stack, scenario, connections, tool, rate, quota, cores, phase = key
         shown = tool + (f" @{rate}" if rate else "") + (f" q{quota:g}" if quota else "")
         rows.append([
@@ -146,14 +151,15 @@ def compare(old_folder: Path, new_folder: Path, out_root: Path) -> Path:
 
 def counts(rows: list[list[str]]) -> str:
     verdicts = [row[8].split(" (")[0] for row in rows]
-    kinds = ("regression", "improvement", "no significant change")
+    kinds = ("regression", "improvement", "no significant change", "not tested")
     return ", ".join(f"{verdicts.count(kind)} {kind}" for kind in kinds)
 
 
 NOTE = ("new/old is the ratio of median requests/s; its 95% interval is a bootstrap over each "
-        "side's rounds (or the windows of a one-round run, which understate the spread). A case "
-        "is a regression or an improvement only when the interval excludes 1 (and Mann-Whitney U "
-        "agrees, p < 0.05, with 4 or more rounds each); 3 rounds against 3 often cannot tell.")  # fmt: skip
+        "side's rounds. A case is a regression or an improvement only when the interval excludes 1 "
+        "(and Mann-Whitney U agrees, p < 0.05, with 4 or more rounds each); 3 rounds against 3 "
+        "often cannot tell. A one-round run has only the windows of that run, which do not show "
+        "run-to-run noise (10-15% on a shared host): its changes are shown, not tested.")  # fmt: skip
 
 
 def markdown(title, rows, changes, gone, added) -> str:

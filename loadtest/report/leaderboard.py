@@ -2,10 +2,10 @@
 requests/s with a 95% interval, what limited each figure, and whether the gap
 to the next stack is more than noise.
 
-The gap is tested with Mann-Whitney U (p < 0.05) when both stacks have at
-least MWU_MIN_SAMPLES samples; with fewer (three rounds cannot reach p < 0.05)
-the intervals decide: a gap counts only when they do not overlap. Each row
-says which rule decided. The ceiling is shown under the ranking, unranked.
+The gap is tested only over rounds, with Mann-Whitney U (p < 0.05) when both
+stacks have at least MWU_MIN_SAMPLES of them; with fewer (three rounds cannot
+reach p < 0.05) the intervals decide: a gap counts only when they do not
+overlap. Each row says which rule decided. The ceiling is shown under the ranking, unranked.
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ LEADERBOARD_NOTE = (
     "median over the rounds (REPEAT >= 2), or over the quarter-second windows of the one "
     "run, which are not independent and give a narrower interval: the caption says which. "
     "'gap to next' tells whether this stack is faster than the next one down beyond noise: "
-    "Mann-Whitney U (p < 0.05) with 4 or more samples each, else non-overlapping intervals. "
+    "Mann-Whitney U (p < 0.05) with 4 or more rounds each, else non-overlapping intervals; "
+    "with one round it is not tested (windows of one run do not show run-to-run noise). "
     "A figure marked (?) was limited by neither side and is not the stack's capacity."
 )
 
@@ -45,7 +46,13 @@ def ranked_rows(rows: list[dict]) -> dict[tuple, list[dict]]:
 
 
 def gap(faster: dict, slower: dict) -> str:
-    """Whether `faster` beats `slower` beyond noise, and by which rule."""
+    """Whether `faster` beats `slower` beyond noise, and by which rule.
+
+    Only rounds are independent: the windows of one run say nothing of how
+    much the next run would differ (10-15% on a shared 2-core VM), so with
+    one round a gap is not tested."""
+    if faster.get("rps_ci_source") != ROUNDS or slower.get("rps_ci_source") != ROUNDS:
+        return "not tested (one round: REPEAT >= 2)"
     a, b = faster.get("_rps_samples") or [], slower.get("_rps_samples") or []
     if len(a) >= MWU_MIN_SAMPLES and len(b) >= MWU_MIN_SAMPLES:
         p = mann_whitney_p(a, b)

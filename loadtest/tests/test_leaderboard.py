@@ -42,11 +42,14 @@ def test_overlapping_rounds_are_within_noise():
 
 
 def test_four_rounds_or_more_use_mann_whitney():
-    fast = {"_rps_samples": [1000, 1010, 990, 1005, 995], "rps_ci_low": 990}
-    slow = {"_rps_samples": [500, 505, 495, 502, 498], "rps_ci_high": 505}
+    fast = {"_rps_samples": [1000, 1010, 990, 1005, 995], "rps_ci_low": 990, "rps_ci_source": ROUNDS}
+    slow = {"_rps_samples": [500, 505, 495, 502, 498], "rps_ci_high": 505, "rps_ci_source": ROUNDS}
     assert gap(fast, slow).startswith("significant (MWU p=0.008")
-    same = {"_rps_samples": [1000, 990, 1010, 1001, 999], "rps_ci_high": 1010}
+    same = {"_rps_samples": [1000, 990, 1010, 1001, 999], "rps_ci_high": 1010,
+            "rps_ci_source": ROUNDS}  # fmt: skip
     assert gap(fast, same).startswith("within noise (MWU")
+    # Windows of one run do not show run-to-run noise: no test.
+    assert gap({**fast, "rps_ci_source": WINDOWS}, slow).startswith("not tested")
 
 
 def test_one_round_takes_its_intervals_from_the_windows_of_the_run():
