@@ -10,7 +10,8 @@ import json
 from pathlib import Path
 
 from loadtest.bench.results import RESULTS_FILE, RUN_FILE, read_records
-from loadtest.report.charts import all_charts
+from loadtest.report.charts import all_charts, ordered_scenarios
+from loadtest.report.interactive import scenario_figures
 from loadtest.report.render import html_report, markdown
 from loadtest.report.summary import measurement_rows, stack_outcomes, write_csv
 
@@ -27,6 +28,8 @@ def generate(folder: Path) -> list[Path]:
     md_path = folder / "summary.md"
     md_path.write_text(markdown(rows, outcomes, run, charts))
     html_path = folder / "report.html"
-    html_path.write_text(html_report(rows, outcomes, run, charts))
+    scenarios = ordered_scenarios(r["scenario"] for r in rows)
+    figures = {scenario: scenario_figures(rows, records, scenario) for scenario in scenarios}
+    html_path.write_text(html_report(rows, outcomes, run, charts, figures))
     pngs = [p for paths in charts.values() for p in paths]
     return [csv_path, md_path, html_path, *pngs]

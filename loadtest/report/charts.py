@@ -19,7 +19,12 @@ CEILING_STYLE = {"color": "black", "linestyle": "--", "linewidth": 1.5}
 DPI = 110
 
 
-def _colors(stacks: list[str]) -> dict[str, tuple]:
+def ordered_scenarios(names) -> list[str]:
+    """Scenarios in the contract's order (smallest body first), unknown ones last."""
+    return sorted(set(names), key=lambda s: SCENARIO_ORDER.index(s) if s in SCENARIO_ORDER else 99)
+
+
+def stack_colors(stacks: list[str]) -> dict[str, tuple]:
     # tab10's strong colours first, then tab20's lighter ones for more stacks.
     palette = plt.get_cmap("tab10").colors + plt.get_cmap("tab20").colors[1::2]
     return {stack: palette[i % len(palette)] for i, stack in enumerate(sorted(stacks))}
@@ -86,7 +91,7 @@ def rps_vs_connections(rows: list[dict], scenario: str, path: Path, note: str) -
     if not data:
         return None
     stacks = sorted({r["stack"] for r in data if not r["ceiling"]})
-    colors = _colors(stacks)
+    colors = stack_colors(stacks)
     fig, ax = plt.subplots(figsize=(8.5, 4.8))
     for stack in stacks + ["__ceiling__"]:
         points = sorted(
@@ -127,7 +132,7 @@ def rps_vs_quota(rows: list[dict], scenario: str, path: Path) -> Path | None:
     if len(quotas) < 2 or len({r.get("server_cores") for r in data}) > 1:
         return None  # a sweep over core counts: rps_vs_share draws it
     stacks = sorted({r["stack"] for r in data})
-    colors = _colors(stacks)
+    colors = stack_colors(stacks)
     connections = sorted({r["connections"] for r in data})
     fig, axes = plt.subplots(1, len(connections), figsize=(3.2 * len(connections) + 1.5, 3.8),
                              sharey=True, squeeze=False)  # fmt: skip
@@ -205,7 +210,7 @@ def latency_cdf(
             if ms is not None and ms > 0:
                 curves[r["stack"]][percent].append(ms)
     stacks = sorted(curves)
-    colors = _colors(stacks)
+    colors = stack_colors(stacks)
     fig, ax = plt.subplots(figsize=(8.5, 4.8))
     for stack in stacks:
         points = sorted((p, statistics.median(v)) for p, v in curves[stack].items())
@@ -239,7 +244,7 @@ def open_loop(rows: list[dict], scenario: str, path: Path) -> Path | None:
     if not data:
         return None
     stacks = sorted({r["stack"] for r in data})
-    colors = _colors(stacks)
+    colors = stack_colors(stacks)
     levels = sorted({r["connections"] for r in data})
     styles = ["-", ":", "-.", (0, (5, 1))]
     fig, ax = plt.subplots(figsize=(8.5, 4.8))
@@ -439,7 +444,7 @@ def ttfb_chart(rows: list[dict], scenario: str, path: Path) -> Path | None:
         return None
     stacks = sorted({r["stack"] for r in data})
     names = {r["stack"]: r["display_name"] for r in data}
-    colors = _colors(stacks)
+    colors = stack_colors(stacks)
     cores = sorted({r.get("server_cores") or 0 for r in data})
     fig, axes = _panels(len(cores), width=max(4.5, 1.1 * len({_share(r) for r in data})
                                               * len(stacks)), height=4.2)  # fmt: skip
@@ -492,7 +497,7 @@ def warmup_curves(records: list[dict], scenario: str, path: Path) -> Path | None
             names[record["stack"]] = record.get("display_name", record["stack"])
     if not curves:
         return None
-    colors = _colors(list(curves))
+    colors = stack_colors(list(curves))
     fig, ax = plt.subplots(figsize=(8.5, 4.4))
     for stack, curve in sorted(curves.items()):
         style = CEILING_STYLE if stack == "ceiling" else {"color": colors[stack]}
@@ -516,7 +521,7 @@ def efficiency(rows: list[dict], scenario: str, path: Path) -> Path | None:
     if not points:
         return None
     stacks = sorted({r["stack"] for r in points})
-    colors = _colors(stacks)
+    colors = stack_colors(stacks)
     fig, ax = plt.subplots(figsize=(8.5, 4.6))
     for stack in stacks:
         mine = sorted((r for r in points if r["stack"] == stack), key=lambda r: r["connections"])
@@ -546,7 +551,7 @@ def sustainable_steps(records: list[dict], scenario: str, path: Path) -> Path | 
     first: dict[str, dict] = {}
     for record in searches:
         first.setdefault(f"{record['stack']} c={record['connections']}", record)
-    colors = _colors(list(first))
+    colors = stack_colors(list(first))
     fig, ax = plt.subplots(figsize=(8.5, 4.6))
     objective = searches[0]["slo_objective_ms"]
     percentile = searches[0]["slo_percentile"]
@@ -581,10 +586,7 @@ def all_charts(rows: list[dict], records: list[dict], folder: Path) -> dict[str,
     for old in folder.glob("*.png"):
         old.unlink()
     sections: dict[str, list[Path]] = {}
-    scenarios = sorted(
-        {r["scenario"] for r in rows},
-        key=lambda s: SCENARIO_ORDER.index(s) if s in SCENARIO_ORDER else 99,
-    )
+    scenarios = ordered_scenarios(r["scenario"] for r in rows)
     for scenario in scenarios:
         tools = {r["tool"] for r in closed_rows(rows) if r["scenario"] == scenario}
         note = (

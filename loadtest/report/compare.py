@@ -22,6 +22,7 @@ from pathlib import Path
 
 from loadtest.bench.results import RESULTS_FILE, RUN_FILE, read_records
 from loadtest.core.stats import mann_whitney_p, ratio_ci
+from loadtest.report.interactive import OFFLINE_META, chart_div, ratio_chart, scripts
 from loadtest.report.leaderboard import MWU_MIN_SAMPLES, SIGNIFICANCE
 from loadtest.report.samples import ROUNDS, rps_samples
 
@@ -80,8 +81,9 @@ def judge(old: list[float], new: list[float], rounds: bool = True) -> tuple[floa
     return ratio, interval, "no significant change"
 
 
-def case_rows(old: dict, new: dict) -> list[list[str]]:
-    rows = []
+def compared_cases(old: dict, new: dict) -> list[dict]:
+    """Each case found in both runs with its medians, ratio, interval and verdict."""
+    cases = []
     for key in sorted(set(old) & set(new), key=str):
         (before, source_a), (after, source_b) = rps_samples(old[key]), rps_samples(new[key])
         if not before or not after or statistics.median(before) <= 0:
@@ -89,13 +91,25 @@ def case_rows(old: dict, new: dict) -> list[list[str]]:
         ratio, interval, verdict = judge(before, after, source_a == source_b == ROUNDS)
         stack, scenario, connections, tool, rate, quota, cores, phase = key
         shown = tool + (f" @{rate}" if rate else "") + (f" q{quota:g}" if quota else "")
-        rows.append([
-            stack, scenario, str(connections), shown + (f" ({phase})" if phase != "measure" else ""),
-            f"{statistics.median(before):,.0f}", f"{statistics.median(after):,.0f}",
-            f"{ratio:.3f}", f"{interval[0]:.3f} - {interval[1]:.3f}" if interval else "-",
-            verdict, f"{len(before)} / {len(after)} ({source_a} / {source_b})",
-        ])  # fmt: skip
-    return rows
+        shown += f" ({phase})" if phase != "measure" else ""
+        cases.append({
+            "stack": stack, "scenario": scenario, "connections": connections, "tool": shown,
+            "label": f"{scenario} c={connections} {shown}",
+            "old": statistics.median(before), "new": statistics.median(after),
+            "ratio": ratio, "interval": interval, "verdict": verdict,
+            "samples": f"{len(before)} / {len(after)} ({source_a} / {source_b})",
+        })  # fmt: skip
+    return cases
+
+
+def case_cells(case: dict) -> list[str]:
+    interval = case["interval"]
+    return [
+        case["stack"], case["scenario"], str(case["connections"]), case["tool"],
+        f"{case['old']:,.0f}", f"{case['new']:,.0f}", f"{case['ratio']:.3f}",
+        f"{interval[0]:.3f} - {interval[1]:.3f}" if interval else "-",
+        case["verdict"], case["samples"],
+    ]  # fmt: skip
 
 
 def only_in(one: dict, other: dict) -> list[str]:
@@ -138,14 +152,15 @@ def compare(old_folder: Path, new_folder: Path, out_root: Path) -> Path:
     """Write the comparison; returns its folder. Raises CompareError."""
     old_run, old_cases = load_run(old_folder)
     new_run, new_cases = load_run(new_folder)
-    rows = case_rows(old_cases, new_cases)
+    cases = compared_cases(old_cases, new_cases)
+    rows = [case_cells(case) for case in cases]
     changes = differences(old_run, new_run)
     gone, added = only_in(old_cases, new_cases), only_in(new_cases, old_cases)
     folder = out_root / f"compare-{old_folder.name}-vs-{new_folder.name}"
     folder.mkdir(parents=True, exist_ok=True)
     title = f"serverlab comparison: {old_folder.name} -> {new_folder.name}"
     (folder / "compare.md").write_text(markdown(title, rows, changes, gone, added))
-    (folder / "compare.html").write_text(page(title, rows, changes, gone, added))
+    (folder / "compare.html").write_text(page(title, rows, changes, gone, added, ratio_chart(cases)))
     return folder
 
 
@@ -174,7 +189,7 @@ def markdown(title, rows, changes, gone, added) -> str:
     return "\n".join(out) + "\n"
 
 
-def page(title, rows, changes, gone, added) -> str:
+def page(title, rows, changes, gone, added, chart: dict | None) -> str:
     def table(head, body):
         cells = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>"
                         for row in body)  # fmt: skip
@@ -186,10 +201,11 @@ def page(title, rows, changes, gone, added) -> str:
     one_side += "".join(f"<li>only in the new run: {html.escape(c)}</li>" for c in added)
     style = ("body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;font-size:13px}"
              "td,th{border:1px solid #ddd;padding:3px 6px}th{background:#f4f4f4}")  # fmt: skip
-    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>'
+    figures = [chart] if chart else []
+    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">{OFFLINE_META}<title>'
             f"{html.escape(title)}</title><style>{style}</style></head><body>"
             f"<h1>{html.escape(title)}</h1><p>{html.escape(NOTE)}</p>"
             f"<p>{len(rows)} cases in both runs: {html.escape(counts(rows))}.</p>"
-            + table(HEAD, rows) + f"<h2>What changed between the runs</h2><ul>{items}</ul>"
+            + "".join(chart_div(figure) for figure in figures) + table(HEAD, rows) + f"<h2>What changed between the runs</h2><ul>{items}</ul>"
             + (f"<h2>Cases in one run only</h2><ul>{one_side}</ul>" if one_side else "")
-            + "</body></html>\n")  # fmt: skip
+            + scripts(figures) + "</body></html>\n")  # fmt: skip

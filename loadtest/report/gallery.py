@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 
 from loadtest.bench.results import RESULTS_FILE, RUN_FILE
+from loadtest.report.interactive import OFFLINE_META
 
 INDEX_FILE = "index.html"
 HEAD = ["run", "started", "profile", "stacks", "host", "commit", "status", "measurements",
@@ -87,7 +88,7 @@ def write_index(root: Path) -> Path:
             f"<td{status_class if i == 6 else ''}>{c}</td>" for i, c in enumerate(cells))
             + f"<td>{links(e)}</td></tr>")  # fmt: skip
     page = (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">' + OFFLINE_META +
         f"<title>serverlab runs</title><style>{CSS}</style></head><body>"
         f"<h1>serverlab runs</h1><p>{len(entries)} run(s) under {html.escape(str(root))}, "
         "newest first. Compare two: <code>make compare RUNS=&lt;old&gt;,&lt;new&gt;</code>.</p>"

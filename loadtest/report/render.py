@@ -6,6 +6,8 @@ import base64
 import html
 from pathlib import Path
 
+from loadtest.report.charts import ordered_scenarios
+from loadtest.report.interactive import OFFLINE_META, chart_div, scripts
 from loadtest.report.leaderboard import LEADERBOARD_HEAD, LEADERBOARD_NOTE, leaderboards
 from loadtest.report.sustainable import SLO_HEAD, SLO_NOTE, slo_tables
 
@@ -25,7 +27,6 @@ NOISY_NOTE = (
     "or client cores during the measurement: the host was shared. With the priority raised "
     "they mostly used idle time, but such figures spread more; publish numbers from a quiet host."
 )
-SCENARIO_ORDER = ["hello", "kb1", "kb10", "kb100", "workday", "page"]
 TTFB_NOTE = (
     "TTFB: time to first byte of a new visitor, measured after each case on the idle server "
     "with fresh connections one after another: TCP connect, a full TLS handshake (no "
@@ -71,8 +72,7 @@ def fmt(value, digits=0, suffix=""):
 
 
 def scenario_groups(rows: list[dict]) -> list[tuple[str, list[dict]]]:
-    scenarios = sorted({r["scenario"] for r in rows},
-                       key=lambda s: SCENARIO_ORDER.index(s) if s in SCENARIO_ORDER else 99)  # fmt: skip
+    scenarios = ordered_scenarios(r["scenario"] for r in rows)
     return [(s, [r for r in rows if r["scenario"] == s]) for s in scenarios]
 
 
@@ -364,7 +364,18 @@ def _html_table(head: list[str], rows: list[list[str]], row_classes=None, flag_c
     return "".join(parts)
 
 
-def html_report(rows: list[dict], outcomes: dict, run: dict, charts: dict[str, list[Path]]) -> str:
+def _static_charts(paths: list[Path], interactive: bool) -> list[str]:
+    """The PNGs; folded away under the interactive charts, which show the same figures."""
+    images = [_img(path) for path in paths]
+    if not (interactive and images):
+        return images
+    return ["<details><summary>static charts (PNG, as in summary.md)</summary>", *images,
+            "</details>"]  # fmt: skip
+
+
+def html_report(rows: list[dict], outcomes: dict, run: dict, charts: dict[str, list[Path]],
+                figures: dict[str, list[dict]] | None = None) -> str:  # fmt: skip
+    figures = figures or {}
     title = f"serverlab results: {run.get('run_id', '')}"
     body = [f"<h1>{html.escape(title)}</h1>"]
     ranked = boards(rows)
@@ -411,7 +422,8 @@ def html_report(rows: list[dict], outcomes: dict, run: dict, charts: dict[str, l
         body.append(_html_table(TABLE_HEAD, [table_cells(r) for r in group],
                                 ["ceiling" if r["ceiling"] else "" for r in group],
                                 flag_col=len(TABLE_HEAD) - 1))  # fmt: skip
-        body += [_img(chart) for chart in charts.get(scenario, [])]
+        body += [chart_div(figure) for figure in figures.get(scenario, [])]
+        body += _static_charts(charts.get(scenario, []), bool(figures.get(scenario)))
     if charts.get("resources"):
         body.append("<h2>Resources and bytes per response</h2>")
         body += [_img(chart) for chart in charts["resources"]]
@@ -424,8 +436,10 @@ def html_report(rows: list[dict], outcomes: dict, run: dict, charts: dict[str, l
     body.append("<p>Regenerate with <code>make report RUN=" + html.escape(run.get("run_id", "")) +
                 "</code>; raw tool outputs are in <code>raw/</code>, every measurement in "
                 "<code>results.jsonl</code>, provenance in <code>run.json</code>.</p>")  # fmt: skip
+    drawn = [figure for group in figures.values() for figure in group]
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"{OFFLINE_META}"
         f"<title>{html.escape(title)}</title><style>{CSS}</style></head>"
-        f"<body>{''.join(body)}</body></html>\n"
+        f"<body>{''.join(body)}{scripts(drawn)}</body></html>\n"
     )

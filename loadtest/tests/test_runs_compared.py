@@ -14,6 +14,7 @@ import subprocess
 import sys
 
 from loadtest.core.manifest import REPO_ROOT
+from loadtest.tests.browser import CHROMIUM, MISSING, inspect, screenshot
 from loadtest.tests.test_bench_faults import (
     only_run,
     pytestmark,  # noqa: F401  (nginx and wrk needed, as for the fault tests)
@@ -66,6 +67,11 @@ def test_leaderboard_gallery_and_comparison_of_real_runs(stacks, tmp_path):  # n
             assert low <= mid <= high and values["rps_ci_source"] == "rounds"
             assert float(values["rps_per_cpu_s"]) > 0 and float(values["rss_per_1k_conn_mb"]) > 0
     assert (folder / "charts" / "efficiency-hello.png").is_file()
+    if CHROMIUM:  # the report as a reader opens it (test_report.py checks the details)
+        seen = inspect(folder / "report.html")
+        assert seen["drawn"] == seen["charts"] and int(seen["charts"]) >= 3, seen
+        assert (seen["errors"], seen["console"], seen["blocked"]) == ("0", "0", "0"), seen
+        screenshot(folder / "report.html", "report-rounds.png")
 
     copy = scaled_copy(folder, first, FASTER)
     listed = harness("report", str(copy), "--results-dir", str(results))
@@ -82,6 +88,16 @@ def test_leaderboard_gallery_and_comparison_of_real_runs(stacks, tmp_path):  # n
     assert "improvement" in lines[first] and f"{FASTER:.3f}" in lines[first], report
     assert "no significant change" in lines[second], report
     assert "commit:" in report and "0000000000" in report
+    if CHROMIUM:
+        page = results / f"compare-{folder.name}-vs-{copy.name}" / "compare.html"
+        seen = inspect(page)
+        assert (seen["charts"], seen["drawn"]) == ("1", "1"), seen
+        assert (seen["errors"], seen["console"], seen["blocked"]) == ("0", "0", "0"), seen
+        assert "new/old" in seen["hover"], seen["hover"]
+        assert int(seen["after"]) == int(seen["before"]) - 1, seen  # a stack hidden
+        screenshot(page, "compare.png", height=1400)
+    else:
+        print(MISSING)
 
     for bad in ("one-run-only", f"{folder.name},no-such-run"):
         refused = harness("compare", bad, "--results-dir", str(results))
