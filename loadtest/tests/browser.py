@@ -103,7 +103,7 @@ def inspect(page: Path) -> dict[str, str]:
     """What a reader's browser did with the page: the probes' data-* attributes."""
     text = page.read_text()
     probed = text.replace("<head>", "<head>" + HEAD_PROBE, 1).replace("</body>", END_PROBE + "</body>")
-    copy = page.with_name(page.stem + ".probe.html")
+    copy = page.resolve().with_name(page.stem + ".probe.html")
     copy.write_text(probed)
     try:
         result = chromium("--dump-dom", copy.as_uri())
@@ -119,7 +119,7 @@ def screenshot(page: Path, name: str, height: int = 2400) -> Path:
     """A picture of the page as drawn, kept under .build/test-artifacts/ for a reader."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     shot = ARTIFACTS / name
-    result = chromium(f"--screenshot={shot}", f"--window-size=1280,{height}", page.as_uri())
+    result = chromium(f"--screenshot={shot}", f"--window-size=1280,{height}", page.resolve().as_uri())
     assert result.returncode == 0, result.stderr[-2000:]
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     return shot
