@@ -446,7 +446,9 @@ def test_results_writer_on_a_full_disk_keeps_whole_lines(tmp_path):
 @needs_root
 def test_full_disk_while_writing_results(stacks, tmp_path):
     first, second = stacks.add("first"), stacks.add("second")
-    with tmpfs(tmp_path / "disk", "4m") as disk:
+    # Room for the resumed run's report once the filler is gone: report.html
+    # embeds its charting library (about 5 MB).
+    with tmpfs(tmp_path / "disk", "32m") as disk:
         results = disk / "results"
         process = start_bench(stacks, results, [first, second], "--connections", "2,4",
                               "--duration", "1")  # fmt: skip
