@@ -22,7 +22,9 @@ from loadtest.tests.test_bench_faults import (
     stacks,  # noqa: F401  (fixture)
 )
 
-FASTER = 1.5
+# Three rounds of a stand-in on a busy host can spread by +-50%; a tripled
+# figure is an improvement whatever that spread, a 1.5x one is not always.
+FASTER = 3.0
 
 
 def scaled_copy(folder, stack: str, factor: float):
