@@ -9,7 +9,7 @@ set -uo pipefail
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$REPO_ROOT"
 PY="$REPO_ROOT/.venv/bin/python"
-rm -f .build/last-check.json
+rm -f .build/last-check.json .build/last-stack-tests.json
 
 declare -a PASSED=() FAILED=() SKIPPED=()
 
@@ -38,9 +38,10 @@ python_test_dirs() {
   for dir in "${dirs[@]}"; do [[ -d "$dir" ]] && echo "$dir"; done
 }
 
+# The shared Go module; each Go stack's own tests run in stack-tests.
 go_tests() {
   local status=0 mod
-  for mod in $(find servers -name go.mod -not -path '*/node_modules/*' | sort); do
+  for mod in $(find servers/_shared -name go.mod | sort); do
     echo "--- go test $(dirname "$mod")"
     (cd "$(dirname "$mod")" && go vet ./... && go test -count=1 ./...) || status=1
   done
@@ -56,6 +57,9 @@ if command -v go >/dev/null; then
 else
   skip go-unit "go not found"
 fi
+# Every stack's own tests, as its manifest or language family says
+# (loadtest/core/families.py); a stack whose toolchain is missing is named below.
+stage stack-tests "$PY" -m loadtest stack-tests
 
 if [[ -f servers/_shared/java/pom.xml ]]; then
   if command -v mvn >/dev/null && command -v java >/dev/null; then
@@ -98,13 +102,14 @@ echo "======================================================================"
 for s in "${PASSED[@]}"; do echo "PASSED   $s"; done
 for s in "${FAILED[@]}"; do echo "FAILED   $s"; done
 for s in "${SKIPPED[@]}"; do echo "SKIPPED  $s"; done
-# Stacks the check stage skipped for a missing toolchain, named one by one.
+# Stacks the check and stack-tests stages skipped for a missing toolchain, one by one.
 "$PY" - <<'EOF'
 import json, pathlib
-path = pathlib.Path(".build/last-check.json")
-for o in json.loads(path.read_text()) if path.is_file() else []:
-    if o["status"] == "skipped":
-        print(f"SKIPPED  stack {o['stack']}: {o['reason']}")
+for stage in ("check", "stack-tests"):
+    path = pathlib.Path(f".build/last-{stage}.json")
+    for o in json.loads(path.read_text()) if path.is_file() else []:
+        if o["status"] == "skipped":
+            print(f"SKIPPED  {stage} of stack {o['stack']}: {o['reason']}")
 EOF
 echo "======================================================================"
 echo "test: ${#PASSED[@]} passed, ${#FAILED[@]} failed, ${#SKIPPED[@]} skipped"

@@ -1,11 +1,21 @@
-"""`make list` and `make validate`: the stacks, and their manifests checked."""
+"""`make list`, `make validate` and the stack-tests stage of `make test`."""
 
 from __future__ import annotations
 
 import argparse
+import json
+import subprocess
+import time
 
 from loadtest.core import manifest as manifests
-from loadtest.runners.native import NativeRunner
+from loadtest.core.errors import StepError
+from loadtest.core.families import own_tests
+from loadtest.host.process import tail
+from loadtest.runners.native import NativeRunner, base_env
+
+STACK_TESTS_TIMEOUT_S = 900
+# What the last stack-tests run skipped, for the summary at the end of `make test`.
+LAST_STACK_TESTS_FILE = manifests.REPO_ROOT / ".build" / "last-stack-tests.json"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -13,6 +23,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         func=cmd_list
     )
     sub.add_parser("validate", help="validate every server.toml").set_defaults(func=cmd_validate)
+    tests = sub.add_parser("stack-tests", help="run each stack's own tests (manifest or family)")
+    tests.add_argument("--servers", help="comma-separated stacks (default: all)")
+    tests.set_defaults(func=cmd_stack_tests)
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -52,3 +65,55 @@ def cmd_validate(args: argparse.Namespace) -> int:
         print(f"manifest: {problem}")
     print(f"{len(manifests.stack_names())} manifest(s), {len(problems)} problem(s)")
     return 1 if problems else 0
+
+
+def cmd_stack_tests(args: argparse.Namespace) -> int:
+    """Each stack's own tests: built natively, then its test command in its folder.
+
+    A stack whose toolchain is missing is skipped and named; one whose tests
+    another stage runs (Python, JVM) says which. Exit 1 if any failed.
+    """
+    runner = NativeRunner()
+    failed, skipped = [], []
+    for manifest in manifests.load_all(manifests.stack_list(args.servers)):
+        command, where = own_tests(manifest.native, manifest.folder)
+        reason = runner.unavailable_reason(manifest)
+        if command is None:
+            print(f"- {manifest.name}: {where}")
+        elif reason:
+            print(f"SKIPPED {manifest.name}: {reason} (its tests: `{command}`)")
+            skipped.append({"stack": manifest.name, "status": "skipped", "reason": reason})
+        else:
+            started = time.monotonic()
+            problem = run_stack_tests(runner, manifest, command)
+            took = f"{time.monotonic() - started:.0f} s"
+            print(f"{'FAILED' if problem else 'passed'} {manifest.name}: `{command}` ({where}, "
+                  f"{took})" + (f"\n{problem}" if problem else ""), flush=True)  # fmt: skip
+            if problem:
+                failed.append(manifest.name)
+    LAST_STACK_TESTS_FILE.parent.mkdir(parents=True, exist_ok=True)
+    LAST_STACK_TESTS_FILE.write_text(json.dumps(skipped, indent=1))
+    if failed:
+        print(f"stack-tests: failed for {', '.join(failed)}")
+    return 1 if failed else 0
+
+
+def run_stack_tests(runner: NativeRunner, manifest, command: str) -> str | None:
+    """None when the build and the tests pass; else what went wrong, with the output's tail."""
+    try:
+        runner.build(manifest)
+    except StepError as exc:
+        return exc.explain()
+    log = manifest.build_dir / "stack-tests.log"
+    with log.open("w") as out:
+        try:
+            result = subprocess.run(
+                ["bash", "-euo", "pipefail", "-c", command], cwd=manifest.folder,
+                env=base_env(manifest), stdout=out, stderr=subprocess.STDOUT,
+                timeout=STACK_TESTS_TIMEOUT_S,
+            )  # fmt: skip
+        except subprocess.TimeoutExpired:
+            return f"timed out after {STACK_TESTS_TIMEOUT_S} s (log: {log})\n{tail(log)}"
+    if result.returncode != 0:
+        return f"exit code {result.returncode} (log: {log})\n{tail(log)}"
+    return None

@@ -27,6 +27,9 @@ CONTRACTS = ("api", "static")
 # as build args, upper-cased; `base_image` replaces the family's BASE_IMAGE for
 # a stack that cannot run on the family's interpreter (meinheld).
 DOCKER_FAMILY_KEYS = ("start", "build_packages", "runtime_packages")
+# [native] commands a stack may give instead of its language family's default
+# (loadtest/core/families.py): its own tests, and its resolved dependency list.
+OPTIONAL_NATIVE_KEYS = ("test", "dependencies")
 # An exact version: digits and dots, optionally a pre-release or build suffix;
 # Debian package versions (1.22.1-9+deb12u11, 2.4.71-1~deb12u1) included.
 EXACT_VERSION = re.compile(r"^\d+(\.\d+)*([.+~-][0-9A-Za-z.+~-]+)?$")
@@ -243,6 +246,9 @@ def validate_data(data: dict) -> list[str]:
         problems.append(f"'contract' must be one of {', '.join(CONTRACTS)}")
     if not isinstance(data.get("tls", False), bool):
         problems.append("'tls' must be true or false")
+    for key in OPTIONAL_NATIVE_KEYS:
+        if not isinstance(data["native"].get(key, ""), str):
+            problems.append(f"'native.{key}' must be a shell command (a string)")
     for key in (*DOCKER_FAMILY_KEYS, "base_image"):
         if not isinstance(data["docker"].get(key, ""), str):
             problems.append(f"'docker.{key}' must be a string")

@@ -1,7 +1,7 @@
 """Docker runner: build a stack's image and run it as a hardened container.
 
 Same interface as the native runner (loadtest/runner.py). Every container
-comes from the generated docker-compose.yml (loadtest/compose.py), so the
+comes from the generated docker-compose.yml (loadtest/runners/compose.py), so the
 hardening (read-only root, no capabilities, no-new-privileges, init, nofile
 ulimit) and the host network are the same whether a person types
 `docker compose up gin` or the harness starts it. Limits use the same knobs

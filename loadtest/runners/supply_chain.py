@@ -12,23 +12,36 @@ on a violation; docs/reliability.md explains them):
 - Go: a module that requires anything beyond its local `replace`d modules
   has a go.sum listing every required module.
 - Maven: no version ranges, SNAPSHOTs, LATEST or RELEASE in any POM.
+- npm: a stack with a package.json has a package-lock.json (lockfileVersion
+  2 or 3) in which every installed package has an exact version, the
+  registry address it came from and an sha512 integrity hash; package.json
+  names exact versions (no ^, ~, *, ranges, tags, git or file URLs); the
+  build and the Dockerfile install with `npm ci`, never `npm install`.
+- Cargo: a stack with a Cargo.toml has a Cargo.lock in which every package
+  from a registry has a checksum; every `cargo build|test|run` in the
+  manifest and the Dockerfile passes `--locked`.
 - Images: every FROM of a stack's Dockerfile is an exact tag (directly or as
   the default of a build ARG), never `latest` or a bare name.
 
 `resolved_dependencies(manifest)` lists what a built stack actually runs
-with (pip freeze of its venv, `go list -m all`, Maven's resolved list), for
-the provenance of a benchmark run.
+with, for the provenance of a benchmark run: the manifest's own
+`[native] dependencies` command, else its family's default (pip freeze of its
+venv, `go list -m all`, Maven's resolved list, the npm or Cargo lock file, the
+Debian packages of its `apt` list; loadtest/core/families.py).
 """
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 import subprocess
+import tomllib
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from loadtest.core.errors import StepError
+from loadtest.core.families import family_of
 from loadtest.core.manifest import SERVERS_DIR, Manifest, stack_names
 from loadtest.core.manifest import load as load_manifest
 
@@ -180,6 +193,96 @@ def go_problems(folder: Path) -> list[str]:
     return problems
 
 
+# -- npm ------------------------------------------------------------------------
+
+# An exact npm version: 5.6.2, 1.0.0-rc.1 (no ^, ~, ranges, tags or URLs).
+NPM_EXACT = re.compile(r"^\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$")
+NPM_SECTIONS = ("dependencies", "devDependencies", "optionalDependencies")
+
+
+def npm_problems(folder: Path) -> list[str]:
+    package_json = folder / "package.json"
+    if not package_json.is_file():
+        return []
+    problems = []
+    declared = json.loads(package_json.read_text())
+    for section in NPM_SECTIONS:
+        for name, spec in (declared.get(section) or {}).items():
+            if not NPM_EXACT.match(str(spec)):
+                problems.append(f"{_rel(package_json)}: {name} {spec!r} is not an exact version")
+    lock = folder / "package-lock.json"
+    if not lock.is_file():
+        return problems + [f"{_rel(package_json)} has no package-lock.json next to it"]
+    locked = json.loads(lock.read_text())
+    if locked.get("lockfileVersion") not in (2, 3):
+        problems.append(
+            f"{_rel(lock)}: lockfileVersion {locked.get('lockfileVersion')!r}, not 2 or 3"
+        )
+    for path, entry in (locked.get("packages") or {}).items():
+        if not path or entry.get("link"):
+            continue  # the stack itself, or a local folder
+        name = path.rsplit("node_modules/", 1)[-1]
+        if not NPM_EXACT.match(str(entry.get("version", ""))):
+            problems.append(f"{_rel(lock)}: {name} has no exact version")
+        if not str(entry.get("resolved", "")).startswith("https://"):
+            problems.append(f"{_rel(lock)}: {name} does not say where it came from (resolved)")
+        if not str(entry.get("integrity", "")).startswith("sha512-"):
+            problems.append(f"{_rel(lock)}: {name} has no sha512 integrity hash")
+    return problems
+
+
+def npm_install_problems(text: str, where: str) -> list[str]:
+    """`npm install` resolves anew and may rewrite the lock; `npm ci` installs it exactly."""
+    joined = re.sub(r"\\\n", " ", text)
+    if re.search(r"\bnpm\s+(install|i|add)\b", joined):
+        return [f"{where}: uses `npm install`; install the lock file with `npm ci`"]
+    return []
+
+
+# -- Cargo ----------------------------------------------------------------------
+
+
+def cargo_problems(folder: Path) -> list[str]:
+    cargo_toml = folder / "Cargo.toml"
+    if not cargo_toml.is_file():
+        return []
+    lock = folder / "Cargo.lock"
+    if not lock.is_file():
+        return [f"{_rel(cargo_toml)} has no Cargo.lock next to it"]
+    problems = []
+    for package in tomllib.loads(lock.read_text()).get("package", []):
+        if "source" in package and not package.get("checksum"):
+            problems.append(f"{_rel(lock)}: {package['name']} {package['version']} has no checksum")
+    return problems
+
+
+def cargo_locked_problems(text: str, where: str) -> list[str]:
+    """Every cargo build, test or run keeps to Cargo.lock (`--locked`)."""
+    joined = re.sub(r"\\\n", " ", text)
+    problems = []
+    for command in re.findall(r"\bcargo\s+(?:build|test|run|install)\b[^\n;&|]*", joined):
+        if "--locked" not in command and "--frozen" not in command:
+            problems.append(f"{where}: `{command.strip()[:80]}` lacks --locked")
+    return problems
+
+
+def build_command_problems(manifest: Manifest) -> list[str]:
+    """npm and Cargo rules over the manifest's build and test commands and the Dockerfile."""
+    texts = [(manifest.native["build"], f"{manifest.name}/server.toml build")]
+    if manifest.native.get("test"):
+        texts.append((manifest.native["test"], f"{manifest.name}/server.toml test"))
+    dockerfile = manifest.folder / manifest.docker["dockerfile"]
+    if dockerfile.is_file():
+        texts.append((dockerfile.read_text(), _rel(dockerfile)))
+    problems = []
+    for text, where in texts:
+        if (manifest.folder / "package.json").is_file():
+            problems += npm_install_problems(text, where)
+        if (manifest.folder / "Cargo.toml").is_file():
+            problems += cargo_locked_problems(text, where)
+    return problems
+
+
 # -- images ---------------------------------------------------------------------
 
 # name:tag where the tag holds a full version (1.26.8, 3.11.14, 21.0.12_8) or a
@@ -250,6 +353,9 @@ def all_problems() -> list[str]:
         manifest = load_manifest(name)
         problems += python_problems(manifest)
         problems += go_problems(manifest.folder)
+        problems += npm_problems(manifest.folder)
+        problems += cargo_problems(manifest.folder)
+        problems += build_command_problems(manifest)
         dockerfile = manifest.folder / manifest.docker["dockerfile"]
         if dockerfile.is_file():
             problems += image_problems(dockerfile)
@@ -262,39 +368,72 @@ def all_problems() -> list[str]:
 # -- what a built stack resolved --------------------------------------------------
 
 
-def kind(manifest: Manifest) -> str:
-    folder = manifest.folder
-    if (folder / "go.mod").is_file():
-        return "go"
-    if (folder / "pom.xml").is_file():
-        return "maven"
-    if list(folder.glob("*requirements*.txt")):
-        return "python"
-    return "other"
-
-
 def resolved_dependencies(manifest: Manifest) -> list[str]:
     """What a built stack runs with, one `name==version` (or `module version`) a line.
 
-    Python: `pip freeze --all` of the stack's venv in BUILD_DIR; Go: `go list
-    -m all` (the main module first); Maven: the module's resolved runtime
-    dependencies (`mvn dependency:list`, offline). Build the stack first. An
-    empty list means the stack has no package manager this knows. Raises
-    StepError (step "dependencies") when the list cannot be read.
+    The manifest's `[native] dependencies` command when it has one; else its
+    family's default (loadtest/core/families.py): Python `pip freeze --all` of
+    the venv in BUILD_DIR; Go `go list -m all` (the main module first); Maven
+    the module's resolved runtime dependencies (offline); npm and Cargo their
+    lock files; a stack of Debian packages the installed versions of its `apt`
+    list. Build the stack first. Raises StepError (step "dependencies") when
+    the list cannot be read.
     """
-    how = kind(manifest)
-    if how == "python":
+    declared = manifest.native.get("dependencies")
+    if declared:
+        return sorted(_run(manifest, ["bash", "-euo", "pipefail", "-c", declared]))
+    family = family_of(manifest.folder).name
+    if family == "python":
         python = manifest.build_dir / "venv" / "bin" / "python"
         if not python.exists():
             raise StepError(manifest.name, "dependencies", f"no venv at {python.parent.parent}")
         lines = _run(manifest, [str(python), "-m", "pip", "freeze", "--all",
                                 "--disable-pip-version-check"])  # fmt: skip
         return sorted(line for line in lines if line and not line.startswith("#"))
-    if how == "go":
+    if family == "go":
         return _run(manifest, ["go", "list", "-mod=readonly", "-m", "all"])
-    if how == "maven":
+    if family == "maven":
         return maven_dependencies(manifest)
-    return []
+    if family == "npm":
+        return npm_locked(manifest)
+    if family == "cargo":
+        return cargo_locked(manifest)
+    return debian_packages(manifest)
+
+
+def npm_locked(manifest: Manifest) -> list[str]:
+    """Every package package-lock.json installs for production (dev ones left out)."""
+    lock = manifest.folder / "package-lock.json"
+    if not lock.is_file():
+        raise StepError(manifest.name, "dependencies", f"no lock file at {_rel(lock)}")
+    packages = json.loads(lock.read_text()).get("packages") or {}
+    return sorted(
+        f"{path.rsplit('node_modules/', 1)[-1]}=={entry.get('version')}"
+        for path, entry in packages.items()
+        if path and not entry.get("dev") and not entry.get("link")
+    )
+
+
+def cargo_locked(manifest: Manifest) -> list[str]:
+    """Every registry package Cargo.lock pins (the stack's own crate left out)."""
+    lock = manifest.folder / "Cargo.lock"
+    if not lock.is_file():
+        raise StepError(manifest.name, "dependencies", f"no lock file at {_rel(lock)}")
+    packages = tomllib.loads(lock.read_text()).get("package", [])
+    return sorted(f"{p['name']}=={p['version']}" for p in packages if "source" in p)
+
+
+def debian_packages(manifest: Manifest) -> list[str]:
+    """The installed versions of the Debian packages the manifest's `apt` list names."""
+    names = manifest.native["apt"]
+    if not names:
+        raise StepError(
+            manifest.name,
+            "dependencies",
+            "no package manager files, no [native] apt list and no [native] dependencies "
+            "command in server.toml: nothing says what it runs with",
+        )
+    return sorted(_run(manifest, ["dpkg-query", "-W", "-f", "${Package}==${Version}\n", *names]))
 
 
 def maven_dependencies(manifest: Manifest) -> list[str]:

@@ -12,8 +12,8 @@ import pytest
 
 from loadtest.report import generate
 from loadtest.report.interactive import OFFLINE_META
-from loadtest.tests.browser import CHROMIUM, MISSING, inspect, screenshot
 from loadtest.report.summary import COLUMNS
+from loadtest.tests.browser import CHROMIUM, MISSING, inspect, screenshot
 
 RUN_FIXTURE = Path(__file__).parent / "fixtures" / "run-small"
 

@@ -8,13 +8,17 @@ range or a SNAPSHOT. The others prove the checker catches each violation.
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import shutil
 from pathlib import Path
 
 import pytest
 
+from loadtest.core.families import family_of, own_tests
 from loadtest.core.manifest import load_all
 from loadtest.runners import supply_chain as sc
+from loadtest.tests.stand_in_manifest import python_stand_in
 
 HASH = "--hash=sha256:" + "a" * 64
 
@@ -26,7 +30,7 @@ def test_every_stack_is_pinned():
 
 def test_python_stacks_have_hashed_requirements():
     """Not vacuous: the Python stacks are found and their lock files read."""
-    python = [m for m in load_all() if sc.kind(m) == "python"]
+    python = [m for m in load_all() if family_of(m.folder).name == "python"]
     assert python, "no Python stack found"
     for m in python:
         assert (m.folder / "requirements.txt").is_file(), m.name
@@ -127,7 +131,7 @@ def test_resolved_dependencies_of_a_go_stack():
 
 
 def test_resolved_dependencies_of_a_built_python_stack():
-    built = [m for m in load_all() if sc.kind(m) == "python"
+    built = [m for m in load_all() if family_of(m.folder).name == "python"
              and (m.build_dir / "venv" / "bin" / "python").exists()]  # fmt: skip
     if not built:
         pytest.skip("no Python stack built yet (make check builds them)")
@@ -137,7 +141,7 @@ def test_resolved_dependencies_of_a_built_python_stack():
 
 
 def test_resolved_dependencies_of_an_unbuilt_python_stack_is_an_error(tmp_path, monkeypatch):
-    m = next(m for m in load_all() if sc.kind(m) == "python")
+    m = next(m for m in load_all() if family_of(m.folder).name == "python")
     monkeypatch.setattr(type(m), "build_dir", property(lambda self: tmp_path / "nothing"))
     with pytest.raises(sc.StepError, match="no venv"):
         sc.resolved_dependencies(m)
@@ -158,3 +162,112 @@ def test_resolved_dependencies_of_an_unbuilt_python_stack_is_an_error(tmp_path, 
 def test_images_are_exact_tags(tmp_path, text, bad):
     dockerfile = write(tmp_path / "Dockerfile", text)
     assert bool(sc.image_problems(dockerfile)) is bad
+
+
+# -- npm and Cargo ----------------------------------------------------------------
+
+SHA512 = "sha512-" + "A" * 86 + "=="
+
+
+def npm_stack(folder: Path, spec: str = "5.6.2", entry: dict | None = None, version=3) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    write(folder / "package.json", json.dumps({"dependencies": {"fastify": spec}}))
+    locked = {"version": "5.6.2", "resolved": "https://registry.npmjs.org/fastify/-/fastify-5.6.2.tgz",
+              "integrity": SHA512}  # fmt: skip
+    locked.update(entry or {})
+    packages = {"": {"name": "x"}, "node_modules/fastify": locked,
+                "node_modules/local": {"link": True, "resolved": "../local"}}  # fmt: skip
+    write(folder / "package-lock.json", json.dumps({"lockfileVersion": version, "packages": packages}))
+    return folder
+
+
+def test_a_pinned_npm_stack_passes(tmp_path):
+    assert sc.npm_problems(npm_stack(tmp_path)) == []
+
+
+@pytest.mark.parametrize(
+    "spec,entry,version,expected",
+    [("^5.6.2", {}, 3, "'^5.6.2' is not an exact version"),
+     ("latest", {}, 3, "is not an exact version"),
+     ("5.6.2", {"integrity": "sha1-abc"}, 3, "fastify has no sha512 integrity hash"),
+     ("5.6.2", {"resolved": None}, 3, "does not say where it came from"),
+     ("5.6.2", {"version": "5.x"}, 3, "fastify has no exact version"),
+     ("5.6.2", {}, 1, "lockfileVersion 1, not 2 or 3")],
+)  # fmt: skip
+def test_npm_rules_are_each_enforced(tmp_path, spec, entry, version, expected):
+    problems = sc.npm_problems(npm_stack(tmp_path, spec, entry, version))
+    assert len(problems) == 1 and expected in problems[0], problems
+
+
+def test_npm_stack_without_a_lock_file_is_reported(tmp_path):
+    folder = npm_stack(tmp_path)
+    (folder / "package-lock.json").unlink()
+    assert any("has no package-lock.json" in p for p in sc.npm_problems(folder))
+
+
+def test_npm_install_is_refused_and_npm_ci_accepted():
+    assert sc.npm_install_problems("npm ci --omit=dev", "x") == []
+    assert sc.npm_install_problems("RUN npm install \\\n  --omit=dev", "Dockerfile")
+    assert sc.npm_install_problems("npm i fastify", "x")
+
+
+def cargo_stack(folder: Path, checksum: str | None = "ab" * 32) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    write(folder / "Cargo.toml", '[package]\nname = "x"\nversion = "0.1.0"\n')
+    sum_line = f'checksum = "{checksum}"\n' if checksum else ""
+    write(folder / "Cargo.lock",
+          'version = 4\n\n[[package]]\nname = "x"\nversion = "0.1.0"\n\n'
+          '[[package]]\nname = "tokio"\nversion = "1.48.0"\n'
+          f'source = "registry+https://github.com/rust-lang/crates.io-index"\n{sum_line}')  # fmt: skip
+    return folder
+
+
+def test_cargo_rules(tmp_path):
+    assert sc.cargo_problems(cargo_stack(tmp_path / "good")) == []
+    missing = sc.cargo_problems(cargo_stack(tmp_path / "nosum", checksum=None))
+    assert missing == ["{}: tokio 1.48.0 has no checksum".format(tmp_path / "nosum" / "Cargo.lock")]
+    no_lock = cargo_stack(tmp_path / "nolock")
+    (no_lock / "Cargo.lock").unlink()
+    assert "has no Cargo.lock" in sc.cargo_problems(no_lock)[0]
+
+
+def test_cargo_commands_must_keep_to_the_lock_file():
+    assert sc.cargo_locked_problems("cargo build --release --locked", "x") == []
+    assert sc.cargo_locked_problems("RUN cargo build --release && cp a b", "Dockerfile")
+    assert sc.cargo_locked_problems("cargo test", "x")
+
+
+def stack_in(folder: Path, **native):
+    folder.mkdir(parents=True, exist_ok=True)
+    manifest = python_stand_in(folder, run="true")
+    return dataclasses.replace(manifest, native={**manifest.native, **native})
+
+
+def test_dependencies_come_from_the_lock_files_of_npm_and_cargo_stacks(tmp_path):
+    npm = stack_in(npm_stack(tmp_path / "npmstack"))
+    assert sc.resolved_dependencies(npm) == ["fastify==5.6.2"]
+    cargo = stack_in(cargo_stack(tmp_path / "cargostack"))
+    assert sc.resolved_dependencies(cargo) == ["tokio==1.48.0"]
+
+
+def test_a_declared_dependencies_command_wins(tmp_path):
+    stack = stack_in(npm_stack(tmp_path / "declared"), dependencies="printf 'b==2\\na==1\\n'")
+    assert sc.resolved_dependencies(stack) == ["a==1", "b==2"]
+
+
+def test_a_stack_of_debian_packages_lists_their_versions(tmp_path):
+    if not shutil.which("dpkg-query"):
+        pytest.skip("dpkg-query not found")
+    (listed,) = sc.resolved_dependencies(stack_in(tmp_path / "debs", apt=["bash"]))
+    assert listed.startswith("bash==") and len(listed) > len("bash==")
+    with pytest.raises(sc.StepError, match="nothing says what it runs with"):
+        sc.resolved_dependencies(stack_in(tmp_path / "bare", apt=[]))
+
+
+def test_every_stack_has_a_family_and_a_test_plan():
+    """No stack falls through the cracks: its tests run somewhere, or it says why not."""
+    for m in load_all():
+        command, where = own_tests(m.native, m.folder)
+        assert command or where.startswith(("run by", "no tests")), (m.name, where)
+        if family_of(m.folder).name == "debian":
+            assert m.native["apt"], f"{m.name}: a stack of Debian packages lists them in apt"

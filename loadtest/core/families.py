@@ -1,0 +1,67 @@
+"""Language families: where a stack's own tests run and how its dependencies are listed.
+
+A stack's manifest may say both itself in [native]: `test` (a shell command
+run in the stack's folder after its build) and `dependencies` (one that
+prints what the built stack resolved, one `name==version` a line). A stack
+that says neither gets its family's default; the family is found from the
+package manager's files in the stack's folder, first match wins. The lock
+file rules of each family live in loadtest/runners/supply_chain.py.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Family:
+    name: str
+    marker: str  # a glob that identifies the family in a stack's folder
+    test: str | None  # default command for the stack's own tests
+    tested_by: str | None  # or the `make test` stage that runs them instead
+    listed_by: str  # how the default dependency list is read (for docs and messages)
+
+
+FAMILIES = (
+    Family("go", "go.mod", "go vet ./... && go test -count=1 ./...", None, "go list -m all"),
+    Family(
+        "maven",
+        "pom.xml",
+        None,
+        "the java-unit stage (servers/_shared/java/pom.xml builds and tests every JVM stack)",
+        "mvn dependency:list",
+    ),
+    Family(
+        "python",
+        "*requirements*.txt",
+        None,
+        "the python-unit stage (pytest over the stack's tests/ folder)",
+        "pip freeze of the stack's venv",
+    ),
+    Family("npm", "package.json", "node --test", None, "package-lock.json"),
+    Family("cargo", "Cargo.toml", "cargo test --locked", None, "Cargo.lock"),
+)
+# A stack without a package manager of its own is made of Debian packages
+# (nginx-static, apache-static): its [native] apt list is what it runs.
+DEBIAN = Family("debian", "", None, None, "dpkg-query over the manifest's [native] apt list")
+
+
+def family_of(folder: Path) -> Family:
+    for family in FAMILIES:
+        if next(folder.glob(family.marker), None) is not None:
+            return family
+    return DEBIAN
+
+
+def own_tests(native: dict, folder: Path) -> tuple[str | None, str]:
+    """The command that runs a stack's own tests, or None and where they run instead."""
+    declared = native.get("test")
+    if declared:
+        return declared, "server.toml [native] test"
+    family = family_of(folder)
+    if family.test:
+        return family.test, f"the {family.name} default"
+    if family.tested_by:
+        return None, f"run by {family.tested_by}"
+    return None, "no tests: set [native] test in server.toml to give it some"
