@@ -97,14 +97,16 @@ def test_quota_sweep_starts_each_quota_separately():
 
 
 def test_quick_profile_fits_its_budget_for_every_stack():
-    """`make bench` (quick) must finish in under 15 minutes on 2 cores with builds cached
-    (the estimate assumes steady stacks; the measured figure is in docs/methodology.md)."""
+    """`make bench` (quick) must take under a minute per stack (the nginx ceiling counted as
+    one) on 2 cores with builds cached, so the default grows with the stacks, never faster.
+    The estimate assumes steady stacks; measured figures are in docs/methodology.md."""
     k = resolve("quick", env={}, cli={"SEED": "1"})
     stacks = [m.name for m in load_all()]
     contracts = {m.name: m.contract for m in load_all()}
     primed = {m.name: m.warmup_s for m in load_all()}
     assert len(stacks) >= 16
-    assert plan.estimate_seconds(k, build_plan(k, stacks, contracts), primed) < 15 * 60
+    estimate = plan.estimate_seconds(k, build_plan(k, stacks, contracts), primed)
+    assert estimate < 60 * (len(stacks) + 1), f"{estimate:.0f} s for {len(stacks)} stacks"
 
 
 def test_estimate_counts_warmups_and_starts():
