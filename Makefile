@@ -107,9 +107,9 @@ compare: bootstrap ## Compare two runs (ratio per case with its interval, what c
 	@$(HARNESS) compare '$(RUNS)'
 
 .PHONY: new-server
-new-server: bootstrap ## Create servers/<name>/ from a template, a stub answering 501: make new-server NAME=x LANG=go|python|java|csharp|other
-	@test -n "$(NAME)" -a "$(origin LANG)" = "command line" || { echo "usage: make new-server NAME=<name> LANG=<go|python|java|csharp|other> [DISPLAY_NAME='...']  (LANG on the make command line; see docs/adding-a-server.md)"; exit 2; }
-	@LANG=C.UTF-8 $(HARNESS) new-server '$(NAME)' --lang '$(LANG)' $(if $(DISPLAY_NAME),--display-name '$(DISPLAY_NAME)')
+new-server: bootstrap ## Create servers/<name>/ from a template, a stub answering 501: make new-server NAME=x LANG=go|python|java|node|rust|csharp|other
+	@test -n "$(NAME)" -a "$(origin LANG)" = "command line" || { echo "usage: make new-server NAME=<name> LANG=<go|python|java|node|rust|csharp|other> [DISPLAY_NAME='...']  (LANG on the make command line; see docs/adding-a-server.md)"; exit 2; }
+	@LANG=C.UTF-8 $(HARNESS) new-server '$(NAME)' --lang '$(LANG)' $(if $(DISPLAY_NAME),--display-name '$(subst ','\'',$(DISPLAY_NAME))')
 
 .PHONY: lab
 lab: bootstrap ## Run a teaching lab's measurements and print where its report is: make lab LAB=1..5 (docs/labs/)

@@ -228,4 +228,6 @@ def check_no_request_logging(server: NativeServer, conn: http.client.HTTPConnect
             get(conn, target)
     time.sleep(0.5)
     after = server.log_path.read_text()
-    assert after == before, f"the stack wrote while serving 60 requests:\n{after[len(before):][-2000:]}"
+    assert after == before, (
+        f"the stack wrote while serving 60 requests:\n{after[len(before) :][-2000:]}"
+    )

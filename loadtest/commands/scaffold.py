@@ -26,18 +26,23 @@ from loadtest.runners.calibration import DEFAULT_PORT, NAME
 TEMPLATES_DIR = SERVERS_DIR / "_templates"
 TEMPLATE_SUFFIX = ".tmpl"
 
-# Port blocks by template, following the ports of the stacks already there
-# (Go 81 0x, Java 81 1x, Python 81 2x..4x). A full block spills over into
-# SPILL_PORTS rather than failing.
+# Port blocks by template, one per language; 8151-8159 holds the static
+# servers (nginx, Apache), which have no template. A full block spills over
+# into SPILL_PORTS rather than failing. docs/adding-a-server.md shows the table.
 PORT_BLOCKS = {
     "go": range(8101, 8110),
     "java": range(8111, 8120),
     "python": range(8121, 8150),
-    "csharp": range(8151, 8160),
-    "other": range(8161, 8200),
+    "node": range(8161, 8170),
+    "rust": range(8171, 8180),
+    "csharp": range(8181, 8190),
+    "other": range(8191, 8200),
 }
 SPILL_PORTS = range(8200, 9000)
-LANG_ALIASES = {"golang": "go", "py": "python", "c#": "csharp", "cs": "csharp", "dotnet": "csharp"}
+LANG_ALIASES = {
+    "golang": "go", "py": "python", "c#": "csharp", "cs": "csharp", "dotnet": "csharp",
+    "nodejs": "node", "js": "node", "javascript": "node", "rs": "rust",
+}  # fmt: skip
 
 NAME_PATTERN = re.compile(r"^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$")
 MAX_NAME_LENGTH = 40
