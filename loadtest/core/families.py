@@ -20,31 +20,28 @@ class Family:
     marker: str  # a glob that identifies the family in a stack's folder
     test: str | None  # default command for the stack's own tests
     tested_by: str | None  # or the `make test` stage that runs them instead
-    listed_by: str  # how the default dependency list is read (for docs and messages)
 
 
 FAMILIES = (
-    Family("go", "go.mod", "go vet ./... && go test -count=1 ./...", None, "go list -m all"),
+    Family("go", "go.mod", "go vet ./... && go test -count=1 ./...", None),
     Family(
         "maven",
         "pom.xml",
         None,
         "the java-unit stage (servers/_shared/java/pom.xml builds and tests every JVM stack)",
-        "mvn dependency:list",
     ),
     Family(
         "python",
         "*requirements*.txt",
         None,
         "the python-unit stage (pytest over the stack's tests/ folder)",
-        "pip freeze of the stack's venv",
     ),
-    Family("npm", "package.json", "node --test", None, "package-lock.json"),
-    Family("cargo", "Cargo.toml", "cargo test --locked", None, "Cargo.lock"),
+    Family("npm", "package.json", "node --test", None),
+    Family("cargo", "Cargo.toml", "cargo test --locked", None),
 )
 # A stack without a package manager of its own is made of Debian packages
 # (nginx-static, apache-static): its [native] apt list is what it runs.
-DEBIAN = Family("debian", "", None, None, "dpkg-query over the manifest's [native] apt list")
+DEBIAN = Family("debian", "", None, None)
 
 
 def family_of(folder: Path) -> Family:

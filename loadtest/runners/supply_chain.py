@@ -94,9 +94,14 @@ def requirements_problems(path: Path) -> list[str]:
     return problems
 
 
+def joined_lines(text: str) -> str:
+    """Shell or Dockerfile text with backslash-newline continuations joined."""
+    return re.sub(r"\\\n", " ", text)
+
+
 def pip_installs(text: str) -> list[list[str]]:
     """Every `pip install ...` command in a shell script or Dockerfile, as argument lists."""
-    joined = re.sub(r"\\\n", " ", text)
+    joined = joined_lines(text)
     commands = []
     for line in joined.splitlines():
         for part in re.split(r"&&|;|\|\|", line):
@@ -200,6 +205,15 @@ NPM_EXACT = re.compile(r"^\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$")
 NPM_SECTIONS = ("dependencies", "devDependencies", "optionalDependencies")
 
 
+def npm_lock_packages(locked: dict) -> dict[str, dict]:
+    """package-lock.json's installed packages by name: the stack itself and links left out."""
+    return {
+        path.rsplit("node_modules/", 1)[-1]: entry
+        for path, entry in (locked.get("packages") or {}).items()
+        if path and not entry.get("link")
+    }
+
+
 def npm_problems(folder: Path) -> list[str]:
     package_json = folder / "package.json"
     if not package_json.is_file():
@@ -218,10 +232,7 @@ def npm_problems(folder: Path) -> list[str]:
         problems.append(
             f"{_rel(lock)}: lockfileVersion {locked.get('lockfileVersion')!r}, not 2 or 3"
         )
-    for path, entry in (locked.get("packages") or {}).items():
-        if not path or entry.get("link"):
-            continue  # the stack itself, or a local folder
-        name = path.rsplit("node_modules/", 1)[-1]
+    for name, entry in npm_lock_packages(locked).items():
         if not NPM_EXACT.match(str(entry.get("version", ""))):
             problems.append(f"{_rel(lock)}: {name} has no exact version")
         if not str(entry.get("resolved", "")).startswith("https://"):
@@ -233,13 +244,17 @@ def npm_problems(folder: Path) -> list[str]:
 
 def npm_install_problems(text: str, where: str) -> list[str]:
     """`npm install` resolves anew and may rewrite the lock; `npm ci` installs it exactly."""
-    joined = re.sub(r"\\\n", " ", text)
-    if re.search(r"\bnpm\s+(install|i|add)\b", joined):
+    if re.search(r"\bnpm\s+(install|i|add)\b", joined_lines(text)):
         return [f"{where}: uses `npm install`; install the lock file with `npm ci`"]
     return []
 
 
 # -- Cargo ----------------------------------------------------------------------
+
+
+def cargo_registry_packages(lock: Path) -> list[dict]:
+    """Cargo.lock's packages from a registry (the stack's own crates have no `source`)."""
+    return [p for p in tomllib.loads(lock.read_text()).get("package", []) if "source" in p]
 
 
 def cargo_problems(folder: Path) -> list[str]:
@@ -250,17 +265,17 @@ def cargo_problems(folder: Path) -> list[str]:
     if not lock.is_file():
         return [f"{_rel(cargo_toml)} has no Cargo.lock next to it"]
     problems = []
-    for package in tomllib.loads(lock.read_text()).get("package", []):
-        if "source" in package and not package.get("checksum"):
+    for package in cargo_registry_packages(lock):
+        if not package.get("checksum"):
             problems.append(f"{_rel(lock)}: {package['name']} {package['version']} has no checksum")
     return problems
 
 
 def cargo_locked_problems(text: str, where: str) -> list[str]:
     """Every cargo build, test or run keeps to Cargo.lock (`--locked`)."""
-    joined = re.sub(r"\\\n", " ", text)
     problems = []
-    for command in re.findall(r"\bcargo\s+(?:build|test|run|install)\b[^\n;&|]*", joined):
+    pattern = r"\bcargo\s+(?:build|test|run|install)\b[^\n;&|]*"
+    for command in re.findall(pattern, joined_lines(text)):
         if "--locked" not in command and "--frozen" not in command:
             problems.append(f"{where}: `{command.strip()[:80]}` lacks --locked")
     return problems
@@ -295,7 +310,7 @@ EXACT_TAG = re.compile(
 def image_problems(dockerfile: Path) -> list[str]:
     """Every FROM names an exact tag: directly, through an ARG default, or an earlier stage."""
     args, stages, problems = {}, set(), []
-    for line in re.sub(r"\\\n", " ", dockerfile.read_text()).splitlines():
+    for line in joined_lines(dockerfile.read_text()).splitlines():
         words = line.split()
         if len(words) >= 2 and words[0].upper() == "ARG" and "=" in words[1]:
             name, _, value = words[1].partition("=")
@@ -406,12 +421,8 @@ def npm_locked(manifest: Manifest) -> list[str]:
     lock = manifest.folder / "package-lock.json"
     if not lock.is_file():
         raise StepError(manifest.name, "dependencies", f"no lock file at {_rel(lock)}")
-    packages = json.loads(lock.read_text()).get("packages") or {}
-    return sorted(
-        f"{path.rsplit('node_modules/', 1)[-1]}=={entry.get('version')}"
-        for path, entry in packages.items()
-        if path and not entry.get("dev") and not entry.get("link")
-    )
+    packages = npm_lock_packages(json.loads(lock.read_text()))
+    return sorted(f"{name}=={e.get('version')}" for name, e in packages.items() if not e.get("dev"))
 
 
 def cargo_locked(manifest: Manifest) -> list[str]:
@@ -419,8 +430,7 @@ def cargo_locked(manifest: Manifest) -> list[str]:
     lock = manifest.folder / "Cargo.lock"
     if not lock.is_file():
         raise StepError(manifest.name, "dependencies", f"no lock file at {_rel(lock)}")
-    packages = tomllib.loads(lock.read_text()).get("package", [])
-    return sorted(f"{p['name']}=={p['version']}" for p in packages if "source" in p)
+    return sorted(f"{p['name']}=={p['version']}" for p in cargo_registry_packages(lock))
 
 
 def debian_packages(manifest: Manifest) -> list[str]:
