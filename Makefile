@@ -36,6 +36,10 @@ SLO_P99_MS ?=
 SLO_PERCENTILE ?=
 RUN ?=
 RUNS ?=
+# OFFLINE=1: no package registry is contacted, every build uses MIRROR (docs/offline.md).
+OFFLINE ?=
+MIRROR ?=
+export OFFLINE MIRROR
 
 # Forward only the knobs that were set, as --knob value.
 knob = $(if $(strip $($(1))),--$(2) '$(strip $($(1)))')
@@ -58,6 +62,7 @@ help: ## List every target with one line each
 	@echo "         DURATION WARMUP REPEAT SERVER_CPUS CLIENT_CPUS SERVER_CPU_QUOTA SERVER_MEMORY"
 	@echo "         RATE TOOL SEED PRIORITY TIMEOUT FRONT=none|nginx|apache TTFB SERVER_CORES"
 	@echo "         HTTP=2|1.1 SLO_P99_MS SLO_PERCENTILE RESUME RUN RUNS"
+	@echo "  OFFLINE=1 [MIRROR=DIR]: any target without a package registry, from make mirror's files"
 	@echo "  RUNNER: make bench uses Docker when a daemon answers (and Compose v2 is present),"
 	@echo "          else native; make check is native. RUNNER=docker or RUNNER=native forces it."
 
@@ -160,6 +165,10 @@ lock: ## Re-lock requirements-dev.txt (with hashes) from requirements-dev.in
 	@python3 -m venv .build/piptools && .build/piptools/bin/pip install -q pip-tools==7.6.2
 	@.build/piptools/bin/pip-compile -q --generate-hashes --strip-extras --no-emit-find-links \
 		--output-file requirements-dev.txt requirements-dev.in
+
+.PHONY: mirror
+mirror: bootstrap ## Fill the package mirror (.cache/mirror/ or MIRROR=DIR) for OFFLINE=1: make mirror [SERVERS=gin,sanic]
+	@$(HARNESS) mirror $(call knob,SERVERS,servers)
 
 .PHONY: clean
 clean: ## Remove build outputs (.build/); keeps results/ and .venv

@@ -16,16 +16,20 @@ from loadtest.commands import (
     docker,
     hostile,
     labs,
+    mirror,
     report,
     scaffold,
     serve,
     soak,
     stacks,
 )
+from loadtest.core import mirror as package_mirror
 from loadtest.core.errors import StepError
 from loadtest.core.manifest import ManifestError
 
-COMMANDS = (stacks, check, serve, bench, report, compare, scaffold, labs, hostile, soak, docker)
+COMMANDS = (
+    stacks, check, serve, bench, report, compare, scaffold, labs, hostile, soak, docker, mirror
+)  # fmt: skip
 
 
 def parser() -> argparse.ArgumentParser:
@@ -38,6 +42,8 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    # OFFLINE=1: every package manager this process starts uses the mirror, and only it.
+    package_mirror.apply_offline_env()
     try:
         return args.func(args)
     except (StepError, ManifestError) as exc:

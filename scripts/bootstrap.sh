@@ -10,6 +10,10 @@
 # - The tooling venv .venv from the lock file requirements-dev.txt
 #   (hash-checked).
 #
+# OFFLINE=1 (docs/offline.md): no registry is contacted. Missing Debian
+# packages are listed, not installed (what needs them is skipped later), and
+# the venv is installed from the mirror (MIRROR, default .cache/mirror/).
+#
 # Safe to run again: it installs only what is missing and reinstalls the venv
 # only when the lock file changed. Language toolchains (Go, JDK, Maven,
 # Python) are not installed here: a stack whose toolchain is absent is
@@ -23,6 +27,10 @@ PYTHON="${PYTHON:-python3}"
 APT_BASE=(wrk apache2-utils nginx-light apache2 chromium util-linux procps iproute2 curl openssl nghttp2-client)
 
 say() { printf '[bootstrap] %s\n' "$*"; }
+
+# OFFLINE=1 (or true): every package manager is pointed at the mirror and
+# OFFLINE becomes 1; online this sets nothing.
+eval "$(cd "$REPO_ROOT" && "$PYTHON" -m loadtest.core.mirror shell-env)"
 
 manifest_apt_packages() {
   # [native].apt lists from every servers/*/server.toml, read with tomllib.
@@ -47,6 +55,10 @@ install_apt() {
   done
   if ((${#missing[@]} == 0)); then
     return # all present
+  fi
+  if [[ "${OFFLINE:-}" == 1 ]]; then
+    say "OFFLINE=1: not installing the missing Debian packages ${missing[*]} (what needs them is skipped)"
+    return
   fi
   if [[ $(id -u) -ne 0 ]]; then
     say "missing Debian packages: ${missing[*]}"
@@ -87,7 +99,12 @@ install_venv() {
   say "creating tooling venv in .venv ($("$PYTHON" --version))"
   rm -rf "$VENV"
   "$PYTHON" -m venv "$VENV"
-  "$VENV/bin/pip" install -q --require-hashes -r "$lock"
+  "$VENV/bin/pip" install -q --require-hashes -r "$lock" || {
+    [[ "${OFFLINE:-}" == 1 ]] && say "OFFLINE=1: the mirror $PIP_FIND_LINKS lacks packages of" \
+      "requirements-dev.txt; fill it with make mirror on a connected machine (docs/offline.md)"
+    rm -rf "$VENV"
+    exit 1
+  }
   echo "$digest" >"$stamp"
 }
 

@@ -6,6 +6,7 @@
 #
 #   scripts/install-compose.sh              # install if missing; prints the binary path
 #   COMPOSE_VERSION=2.40.3 scripts/install-compose.sh
+#   scripts/install-compose.sh --fetch      # only download the modules into GOMODCACHE (make mirror)
 #
 # `go install github.com/docker/compose/v2/cmd@vX` is refused (Compose's
 # go.mod has exclude directives), so the module is downloaded through the
@@ -29,7 +30,10 @@ link_plugin() {
   echo "$BIN"
 }
 
-if [[ -x "$BIN" && "$(installed_version "$BIN")" == "$COMPOSE_VERSION" ]]; then
+fetch_only=false
+[[ "${1:-}" == --fetch ]] && fetch_only=true
+
+if ! $fetch_only && [[ -x "$BIN" && "$(installed_version "$BIN")" == "$COMPOSE_VERSION" ]]; then
   link_plugin
   exit 0
 fi
@@ -39,15 +43,21 @@ command -v go >/dev/null || {
   exit 1
 }
 
-say "building Compose v$COMPOSE_VERSION from $MODULE (about 2.5 minutes on 2 cores, once)"
+$fetch_only || say "building Compose v$COMPOSE_VERSION from $MODULE (about 2.5 minutes on 2 cores, once)"
 work="$(mktemp -d)"
 trap 'chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"' EXIT
-# GOFLAGS is cleared so that a user's setting (e.g. -mod=mod) cannot change
-# how Compose's own go.sum verifies every dependency.
-dir="$(cd "$work" && GOFLAGS='' go mod download -json "$MODULE@v$COMPOSE_VERSION" |
+# GOFLAGS is replaced so that a user's setting (e.g. -mod=mod) cannot change
+# how Compose's own go.sum verifies every dependency; -modcacherw keeps a
+# mirror's module cache deletable.
+dir="$(cd "$work" && GOFLAGS=-modcacherw go mod download -json "$MODULE@v$COMPOSE_VERSION" |
   python3 -c 'import json, sys; print(json.load(sys.stdin)["Dir"])')"
 cp -r "$dir" "$work/src"
 chmod -R u+w "$work/src"
+if $fetch_only; then
+  (cd "$work/src" && GOFLAGS=-modcacherw go mod download all)
+  say "Compose v$COMPOSE_VERSION and the modules it builds with are in $(go env GOMODCACHE)"
+  exit 0
+fi
 mkdir -p "$(dirname "$BIN")"
 (
   cd "$work/src"

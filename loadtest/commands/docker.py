@@ -18,6 +18,7 @@ from pathlib import Path
 
 from loadtest.bench.results import RESULTS_FILE, RESULTS_ROOT, read_records
 from loadtest.core import manifest as manifests
+from loadtest.core import mirror
 from loadtest.core.errors import StepError
 from loadtest.core.knobs import parse_cpus, parse_memory
 from loadtest.core.manifest import REPO_ROOT
@@ -25,6 +26,7 @@ from loadtest.core.runner import Limits
 from loadtest.runners import compose as compose_file
 from loadtest.runners.conformance import check_stack, summary_table, write_outcomes
 from loadtest.runners.docker import (
+    OFFLINE_PROBLEM,
     DockerRunner,
     DockerServer,
     LoadgenClient,
@@ -96,6 +98,9 @@ DAEMON_PID_FILE = REPO_ROOT / ".build" / "docker" / "dockerd.pid"
 def smoke(servers: list[str] | None, bench: bool = True) -> int:
     """`make docker-smoke`: a daemon if none answers (stopped again at the end,
     by PID), then lint, validate, stand-ins, images, conformance, tests, bench."""
+    if mirror.is_offline():
+        print(f"docker-smoke: {OFFLINE_PROBLEM}", file=sys.stderr)
+        return 1
     if compose_problem() and shutil.which("docker"):
         # Compose v2 from its Go module, once per machine (cached).
         if subprocess.run(["bash", str(COMPOSE_SCRIPT)], stdout=subprocess.DEVNULL).returncode:
@@ -276,13 +281,17 @@ def cmd_up(args: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction) -> None:
     docker_cmd = sub.add_parser("docker", help="images, containers, lint and the Docker smoke run")
     actions = docker_cmd.add_subparsers(dest="action", required=True)
-    smoke_cmd = actions.add_parser("smoke", help="the CI path: stand-ins, images, conformance, bench")
+    smoke_cmd = actions.add_parser(
+        "smoke", help="the CI path: stand-ins, images, conformance, bench"
+    )
     smoke_cmd.add_argument(
         "--servers", help="comma-separated stacks or `all` (default: SMOKE_DEFAULT)"
     )
     smoke_cmd.add_argument("--no-bench", action="store_true")
     smoke_cmd.set_defaults(func=cmd_smoke)
-    build_cmd = actions.add_parser("build", help="build stack images (and loadgen) with docker compose")
+    build_cmd = actions.add_parser(
+        "build", help="build stack images (and loadgen) with docker compose"
+    )
     build_cmd.add_argument("--servers", help="comma-separated stacks (default: all)")
     build_cmd.add_argument("--standin", action="store_true", help="use local stand-in base images")
     build_cmd.set_defaults(func=cmd_build)

@@ -34,6 +34,7 @@ import sys
 import time
 from pathlib import Path
 
+from loadtest.core import mirror
 from loadtest.core.errors import StepError
 from loadtest.core.manifest import REPO_ROOT, Manifest
 from loadtest.core.runner import Limits
@@ -80,8 +81,18 @@ def compose_args(*args: str) -> list[str]:
     ]  # fmt: skip
 
 
+# The images install their packages while they build (pip, go, Maven, npm,
+# cargo inside the Dockerfiles), straight from the registries.
+OFFLINE_PROBLEM = (
+    "OFFLINE=1: the images fetch their packages from the registries while they build, "
+    "and the mirror does not serve them; RUNNER=native (docs/offline.md)"
+)
+
+
 def daemon_problem() -> str | None:
-    """None when a Docker daemon answers, else why not."""
+    """None when a Docker daemon answers and may be used, else why not."""
+    if mirror.is_offline():
+        return OFFLINE_PROBLEM
     if shutil.which("docker") is None:
         return "docker CLI not found (Debian: apt-get install docker.io)"
     try:
@@ -231,7 +242,9 @@ class DockerRunner:
             env["EXTRA_CA"] = str(HOST_CA)
         return env
 
-    def build_service(self, service: str, dockerfile: Path, manifest: Manifest | None = None) -> bool:
+    def build_service(
+        self, service: str, dockerfile: Path, manifest: Manifest | None = None
+    ) -> bool:
         image = compose_file.image_name(service)
         before = image_id(image)
         log_path = REPO_ROOT / ".build" / service / "docker-build.log"

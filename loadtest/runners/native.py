@@ -15,6 +15,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from loadtest.core import mirror
 from loadtest.core.errors import StepError
 from loadtest.core.manifest import CALENDAR_FILE, REPO_ROOT, REPO_SERVERS_DIR, Manifest, load
 from loadtest.core.runner import Limits
@@ -24,6 +25,7 @@ from loadtest.host.process import ProcessGroupServer, spawn_group, tail
 from loadtest.host.tls import DEFAULT_FOLDER as DEFAULT_TLS_FOLDER
 from loadtest.host.tls import TlsFiles, self_signed
 from loadtest.runners.lifecycle import require, running
+from loadtest.runners.offline import offline_problem
 from loadtest.runners.supply_chain import resolved_dependencies
 
 SHARED_DIR = REPO_SERVERS_DIR / "_shared"
@@ -78,14 +80,21 @@ class NativeRunner:
         missing = [tool for tool in manifest.native["requires"] if not shutil.which(tool)]
         if missing:
             return f"toolchain not found: {', '.join(missing)}"
+        if mirror.is_offline() and self.needs_build(manifest):
+            return offline_problem(manifest, mirror.mirror_dir())
         return None
 
+    def needs_build(self, manifest: Manifest) -> bool:
+        """True unless the last build was of exactly these sources."""
+        stamp = manifest.build_dir / ".build-stamp"
+        return not stamp.is_file() or stamp.read_text() != source_digest(manifest)
+
     def build(self, manifest: Manifest) -> bool:
+        if not self.needs_build(manifest):
+            return False
         manifest.build_dir.mkdir(parents=True, exist_ok=True)
         stamp = manifest.build_dir / ".build-stamp"
         digest = source_digest(manifest)
-        if stamp.is_file() and stamp.read_text() == digest:
-            return False
         log = manifest.build_dir / "build.log"
         with log.open("w") as out:
             try:

@@ -451,8 +451,8 @@ def maven_dependencies(manifest: Manifest) -> list[str]:
     out.parent.mkdir(parents=True, exist_ok=True)
     _run(
         manifest,
-        ["mvn", "-q", "-B", "-o", "-f", str(SHARED_JAVA / "pom.xml"), "-pl", f":{manifest.name}",
-         "dependency:list", "-DincludeScope=runtime", "-DoutputAbsoluteArtifactFilename=false",
+        [str(SHARED_JAVA / "with-jdk"), "mvn", "-q", "-B", "-o", "-f", str(SHARED_JAVA / "pom.xml"),
+         "-pl", f":{manifest.name}", "dependency:list", "-DincludeScope=runtime", "-DoutputAbsoluteArtifactFilename=false",
          f"-DoutputFile={out}", "-DappendOutput=false"],
     )  # fmt: skip
     found = set()
