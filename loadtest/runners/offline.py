@@ -48,7 +48,10 @@ def offline_problem(manifest: Manifest, mirror_root: Path) -> str | None:
     if not missing:
         return None
     shown = ", ".join(missing[:4]) + (f" and {len(missing) - 4} more" if len(missing) > 4 else "")
-    return f"OFFLINE=1 and the mirror {mirror_root} lacks {shown} (make mirror SERVERS=...)"
+    return (
+        f"OFFLINE=1 and the mirror {mirror_root} lacks {shown} "
+        f"(make mirror SERVERS={manifest.name} on a connected machine)"
+    )
 
 
 def missing_from_mirror(folder: Path, mirror_root: Path) -> list[str]:
