@@ -162,6 +162,7 @@ vectors: bootstrap ## Regenerate contracts/vectors/workday.json from exchange-ca
 
 .PHONY: lock
 lock: ## Re-lock requirements-dev.txt (with hashes) from requirements-dev.in
+	@test "$(OFFLINE)" != 1 || { echo "make lock resolves against PyPI: run it online"; exit 2; }
 	@python3 -m venv .build/piptools && .build/piptools/bin/pip install -q pip-tools==7.6.2
 	@.build/piptools/bin/pip-compile -q --generate-hashes --strip-extras --no-emit-find-links \
 		--output-file requirements-dev.txt requirements-dev.in

