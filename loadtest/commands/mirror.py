@@ -99,15 +99,13 @@ def cmd_mirror(args: argparse.Namespace) -> int:
 
 
 def stack_parts(stacks: list[Manifest], root: Path) -> list[tuple[str, Callable]]:
-    parts, families_done = [], set()
+    parts, maven_added = [], False
     for manifest in stacks:
-        family = family_of(manifest.folder).name
-        if family == "maven":  # one shared build for every JVM stack
-            if family not in families_done:
-                parts.append(("maven (the JVM stacks)", lambda: fill_maven(root)))
-            families_done.add(family)
-            continue
-        parts.append((manifest.name, lambda m=manifest: fill_stack(m, root)))
+        if family_of(manifest.folder).name != "maven":
+            parts.append((manifest.name, lambda m=manifest: fill_stack(m, root)))
+        elif not maven_added:  # one shared build for every JVM stack
+            parts.append(("maven (the JVM stacks)", lambda: fill_maven(root)))
+            maven_added = True
     return parts
 
 
