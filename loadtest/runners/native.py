@@ -63,6 +63,16 @@ def source_digest(manifest: Manifest) -> str:
     return digest.hexdigest()
 
 
+def build_stamp(manifest: Manifest) -> Path:
+    """Holds the source digest of the last successful build."""
+    return manifest.build_dir / ".build-stamp"
+
+
+def built_digest(manifest: Manifest) -> str | None:
+    stamp = build_stamp(manifest)
+    return stamp.read_text() if stamp.is_file() else None
+
+
 class NativeRunner:
     """Builds and starts stacks on this host.
 
@@ -86,15 +96,13 @@ class NativeRunner:
 
     def needs_build(self, manifest: Manifest) -> bool:
         """True unless the last build was of exactly these sources."""
-        stamp = manifest.build_dir / ".build-stamp"
-        return not stamp.is_file() or stamp.read_text() != source_digest(manifest)
+        return built_digest(manifest) != source_digest(manifest)
 
     def build(self, manifest: Manifest) -> bool:
-        if not self.needs_build(manifest):
+        digest = source_digest(manifest)
+        if built_digest(manifest) == digest:
             return False
         manifest.build_dir.mkdir(parents=True, exist_ok=True)
-        stamp = manifest.build_dir / ".build-stamp"
-        digest = source_digest(manifest)
         log = manifest.build_dir / "build.log"
         with log.open("w") as out:
             try:
@@ -114,7 +122,7 @@ class NativeRunner:
             raise StepError(
                 manifest.name, "build", f"exit code {result.returncode} (log: {log})", tail(log)
             )
-        stamp.write_text(digest)
+        build_stamp(manifest).write_text(digest)
         return True
 
     def start(self, manifest: Manifest, limits: Limits, port: int | None = None) -> NativeServer:

@@ -452,8 +452,8 @@ def maven_dependencies(manifest: Manifest) -> list[str]:
     _run(
         manifest,
         [str(SHARED_JAVA / "with-jdk"), "mvn", "-q", "-B", "-o", "-f", str(SHARED_JAVA / "pom.xml"),
-         "-pl", f":{manifest.name}", "dependency:list", "-DincludeScope=runtime", "-DoutputAbsoluteArtifactFilename=false",
-         f"-DoutputFile={out}", "-DappendOutput=false"],
+         "-pl", f":{manifest.name}", "dependency:list", "-DincludeScope=runtime",
+         "-DoutputAbsoluteArtifactFilename=false", f"-DoutputFile={out}", "-DappendOutput=false"],
     )  # fmt: skip
     found = set()
     for line in out.read_text().splitlines():
