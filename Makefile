@@ -34,6 +34,12 @@ SERVER_CORES ?=
 HTTP ?=
 SLO_P99_MS ?=
 SLO_PERCENTILE ?=
+# Docker engines elsewhere (docs/remote.md): a context name or ssh://user@host.
+SERVER_HOST ?=
+CLIENT_HOSTS ?=
+# tc netem on the test hosts' links (make remote-smoke, make testhosts-up).
+NET_DELAY ?=
+NET_LOSS ?=
 RUN ?=
 RUNS ?=
 # OFFLINE=1: no package registry is contacted, every build uses MIRROR (docs/offline.md).
@@ -52,7 +58,8 @@ BENCH_ARGS = --profile '$(PROFILE)' $(call knob,SERVERS,servers) $(call knob,RUN
 	$(call knob,RESUME,resume) $(call knob,PRIORITY,priority) $(call knob,TIMEOUT,timeout) \
 	$(call knob,FRONT,front) $(call knob,TTFB,ttfb) $(call knob,SERVER_CORES,server-cores) \
 	$(call knob,HTTP,http) $(call knob,SLO_P99_MS,slo-p99-ms) \
-	$(call knob,SLO_PERCENTILE,slo-percentile)
+	$(call knob,SLO_PERCENTILE,slo-percentile) $(call knob,SERVER_HOST,server-host) \
+	$(call knob,CLIENT_HOSTS,client-hosts)
 
 .PHONY: help
 help: ## List every target with one line each
@@ -63,6 +70,8 @@ help: ## List every target with one line each
 	@echo "         RATE TOOL SEED PRIORITY TIMEOUT FRONT=none|nginx|apache TTFB SERVER_CORES"
 	@echo "         HTTP=2|1.1 SLO_P99_MS SLO_PERCENTILE RESUME RUN RUNS"
 	@echo "  OFFLINE=1 [MIRROR=DIR]: any target without a package registry, from make mirror's files"
+	@echo "  SERVER_HOST=ctx|ssh://u@h CLIENT_HOSTS=a,b (RUNNER=docker): stacks and load on other"
+	@echo "          machines' Docker engines, over SSH (docs/remote.md); NET_DELAY NET_LOSS: test hosts"
 	@echo "  RUNNER: make bench uses Docker when a daemon answers (and Compose v2 is present),"
 	@echo "          else native; make check is native. RUNNER=docker or RUNNER=native forces it."
 
@@ -81,7 +90,8 @@ serve: bootstrap ## Run one stack natively in the foreground: make serve SERVER=
 
 .PHONY: check
 check: bootstrap ## Build, start and verify stacks against the contract: make check [SERVERS=gin,sanic] [FRONT=nginx]
-	@$(HARNESS) check $(call knob,SERVERS,servers) $(call knob,RUNNER,runner) $(call knob,FRONT,front)
+	@$(HARNESS) check $(call knob,SERVERS,servers) $(call knob,RUNNER,runner) $(call knob,FRONT,front) \
+		$(call knob,SERVER_HOST,server-host)
 
 .PHONY: test
 test: bootstrap ## Every test: manifests, unit tests per language, make check, smoke bench
@@ -123,7 +133,8 @@ lab: bootstrap ## Run a teaching lab's measurements and print where its report i
 
 .PHONY: build
 build: bootstrap ## Build stack images (and the loadgen) with docker compose: make build [SERVERS=gin,sanic]
-	@$(PY) -m loadtest docker build $(call knob,SERVERS,servers)
+	@$(PY) -m loadtest docker build $(call knob,SERVERS,servers) $(call knob,SERVER_HOST,server-host) \
+		$(call knob,CLIENT_HOSTS,client-hosts)
 
 .PHONY: up
 up: bootstrap ## Start one stack's container with the limits knobs: make up SERVER=gin [SERVER_CPUS=0]
@@ -151,6 +162,18 @@ docker-lint: bootstrap ## hadolint every Dockerfile and validate docker-compose.
 .PHONY: docker-smoke
 docker-smoke: bootstrap ## Real images on local stand-ins, conformance and a smoke bench in containers: make docker-smoke [SERVERS=a,b|all]
 	@$(PY) -m loadtest docker smoke $(call knob,SERVERS,servers)
+
+.PHONY: remote-smoke
+remote-smoke: bootstrap ## Stacks on a test host, load from two others, over SSH Docker contexts: make remote-smoke [NET_DELAY=5ms] [NET_LOSS=0.1%]
+	@$(PY) -m loadtest remote-smoke $(call knob,SERVERS,servers) $(call knob,NET_DELAY,delay) $(call knob,NET_LOSS,loss)
+
+.PHONY: testhosts-up
+testhosts-up: bootstrap ## Test hosts on this machine for SERVER_HOST/CLIENT_HOSTS (docs/remote.md): make testhosts-up [NET_DELAY=2ms]
+	@$(PY) -m loadtest testhosts up $(call knob,NET_DELAY,delay) $(call knob,NET_LOSS,loss)
+
+.PHONY: testhosts-down
+testhosts-down: bootstrap ## Remove the test hosts, their engines, keys and contexts
+	@$(PY) -m loadtest testhosts down
 
 .PHONY: calendar
 calendar: bootstrap ## Regenerate contracts/calendar from exchange-calendars (XSHG)

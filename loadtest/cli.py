@@ -17,6 +17,7 @@ from loadtest.commands import (
     hostile,
     labs,
     mirror,
+    remote,
     report,
     scaffold,
     serve,
@@ -28,7 +29,8 @@ from loadtest.core.errors import StepError
 from loadtest.core.manifest import ManifestError
 
 COMMANDS = (
-    stacks, check, serve, bench, report, compare, scaffold, labs, hostile, soak, docker, mirror
+    stacks, check, serve, bench, report, compare, scaffold, labs, hostile, soak, docker, mirror,
+    remote,
 )  # fmt: skip
 
 

@@ -24,7 +24,7 @@ REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="$REPO_ROOT/.venv"
 PYTHON="${PYTHON:-python3}"
 
-APT_BASE=(wrk apache2-utils nginx-light apache2 chromium util-linux procps iproute2 curl openssl nghttp2-client)
+APT_BASE=(wrk apache2-utils nginx-light apache2 chromium util-linux procps iproute2 curl openssl nghttp2-client openssh-server)
 
 say() { printf '[bootstrap] %s\n' "$*"; }
 

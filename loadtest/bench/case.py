@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, replace
+from urllib.parse import urlsplit
 
 from rich.markup import escape
 
@@ -23,8 +24,10 @@ from loadtest.core.verdict import NOISY_FOREIGN_PCT, WARMUP_WINDOW_S
 from loadtest.measure import steady, ttfb
 from loadtest.measure.metrics import UsageSampler, response_bytes
 from loadtest.measure.tools import get_tool
-from loadtest.measure.tools.base import LoadSpec, client_bound, latency_key, tool_cpu_share
+from loadtest.measure.tools.base import LoadSpec, latency_key
+from loadtest.measure.tools.group import client_load, run_load
 from loadtest.runners import calibration
+from loadtest.runners.engine import LOCAL, EngineStatsSampler
 
 # The declared JIT warm-up goes round the instance's scenarios this many times,
 # so each is hot and none was last primed long before it is measured.
@@ -38,11 +41,11 @@ class CaseRunner:
         self.peaks: dict[tuple, float] = {}
 
     def measure_response_bytes(self, stack: str, server, instance: Instance) -> None:
-        port = int(server.base_url.rsplit(":", 1)[1])
+        where = urlsplit(server.base_url)
         for scenario in {c.scenario for c in instance.cases}:
             if (stack, scenario) not in self.response_bytes:
                 measured = response_bytes(
-                    "127.0.0.1", port, SCENARIOS[scenario],
+                    where.hostname, where.port, SCENARIOS[scenario],
                     tls_cert=getattr(server, "tls_cert", None),
                     headers=SCENARIO_HEADERS.get(scenario, ()),
                 )  # fmt: skip
@@ -86,8 +89,12 @@ class CaseRunner:
         def window() -> float | None:
             nonlocal windows
             windows += 1
-            self.bench.progress.update(self.bench.task, description=f"{instance.stack} {scenario} warm-up {windows}s")
-            result = get_tool(tool).run(spec, raw.with_name(f"{raw.name}.w{windows}"), self.bench.executor)
+            self.bench.progress.update(
+                self.bench.task, description=f"{instance.stack} {scenario} warm-up {windows}s"
+            )
+            result = run_load(
+                get_tool(tool), spec, raw.with_name(f"{raw.name}.w{windows}"), self.bench.executor
+            )
             return result.rps if result.ok and result.requests > 0 else None
 
         warmed = steady.warm_up(window, self.bench.knobs.warmup, primed)
@@ -120,7 +127,12 @@ class CaseRunner:
                 connections = max(c.connections for c in instance.cases if c.scenario == scenario)
                 load = replace(case, scenario=scenario, connections=connections)
                 raw = self.bench.folder / "raw" / "warmup" / f"{raw_name(load)}.primed{turn + 1}"
-                get_tool(tool).run(self.spec(server, load, duration=slice_s), raw, self.bench.executor)
+                run_load(
+                    get_tool(tool),
+                    self.spec(server, load, duration=slice_s),
+                    raw,
+                    self.bench.executor,
+                )
         return seconds
 
     def run(self, server, instance: Instance, case: Case, warmed=None) -> None:
@@ -160,9 +172,7 @@ class CaseRunner:
         spec, result, usage, started_at = ran.spec, ran.result, ran.usage, ran.started_at
         cpus = plan.server_cpus_for(k, case.cores)
         alive = server.is_alive()
-        cores = tool.usable_cores(spec)
-        share = tool_cpu_share(result.tool_cpu_s, result.wall_s, cores)
-        bound = client_bound(result.tool_cpu_s, result.wall_s, cores)
+        share, bound, cores = client_load(tool, spec, result)
         # A case cut short by the server's death measured the crash, not the stack:
         # kept for the record, never counted (and measured again by --resume).
         ok = result.ok and result.requests > 0 and alive
@@ -185,15 +195,16 @@ class CaseRunner:
             "stack": case.stack,
             "display_name": self.bench.display_name(case.stack),
             # The runtime version that ran (None for the ceiling): run.json has the details.
-            "runtime": runtime_ran(
-                self.bench.run_info, self.bench.manifests.get(case.stack)
-            ),
+            "runtime": runtime_ran(self.bench.run_info, self.bench.manifests.get(case.stack)),
             "ceiling": case.stack == calibration.NAME,
             "runner": "native" if case.stack == calibration.NAME else k.runner,
             # The TLS front the stack was measured behind ("none": plain HTTP; the ceiling never).
             "front": "none" if case.stack == calibration.NAME else k.front,
             # Where the load tool ran: "host" or "loadgen-container" (a Docker run).
             "client": self.bench.executor.where,
+            # The hosts of the server and of the load (docs/remote.md); "local" = this machine.
+            "server_host": getattr(server, "engine", LOCAL).label,
+            "client_hosts": self.bench.load_clients.labels(),
             "scenario": case.scenario,
             "path": case.path,
             "connections": case.connections,
@@ -239,19 +250,27 @@ class CaseRunner:
         self.bench.cases_run += 1
         self.bench.progress.update(self.bench.task, advance=plan.case_seconds(k, case),
                              cases=f"{self.bench.cases_run}/{self.bench.cases_total}")  # fmt: skip
-        self.bench.say(status_line(record, f"[{self.bench.cases_run}/{self.bench.cases_total}]", bool(k.server_cores)))
+        self.bench.say(
+            status_line(
+                record, f"[{self.bench.cases_run}/{self.bench.cases_total}]", bool(k.server_cores)
+            )
+        )
 
     def measure(self, server, case: Case, spec: LoadSpec, raw) -> Ran:
         """One load-tool run with the server's and the cores' CPU sampled around it."""
         started_at = now()
         self.bench.prioritize(server)  # workers forked since start get it too
         cpus = plan.server_cpus_for(self.bench.knobs, case.cores)
-        sampler = UsageSampler(server.pids, cpus, self.bench.knobs.client_cpus)
+        sampler = usage_sampler(server, cpus, self.bench.knobs.client_cpus)
         sampler.start()
         try:
-            result = get_tool(case.tool).run(spec, raw, self.bench.executor)
+            result = run_load(get_tool(case.tool), spec, raw, self.bench.executor)
         finally:
             usage = sampler.stop()
+        if isinstance(sampler, EngineStatsSampler):
+            usage.cpu_active_pct = sampler.active_pct(
+                result.details.get("load_window_s", result.duration_s)
+            )
         return Ran(spec, result, usage, started_at)
 
     def sustainable(self, server, case: Case, peak: float) -> tuple[slo.SloResult, Ran]:
@@ -278,7 +297,7 @@ class CaseRunner:
                 achieved=result.rps if answered else 0.0,
                 percentile_ms=percentile_ms(result, k.slo_percentile) if answered else None,
                 errors=result.errors_total + (0 if answered else 1),
-                client_bound=client_bound(result.tool_cpu_s, result.wall_s, tool.usable_cores(spec)),
+                client_bound=client_load(tool, spec, result)[1],
             )  # fmt: skip
             if step.outcome(k.slo_p99_ms) == "pass":
                 passed.append(ran)
@@ -296,7 +315,9 @@ class CaseRunner:
         """TTFB_SAMPLES fresh connections on the now idle server (the `ttfb_*` fields)."""
         if not self.bench.knobs.ttfb or case.phase != "measure":
             return {}
-        self.bench.progress.update(self.bench.task, description=f"{case.stack} {case.scenario} TTFB")
+        self.bench.progress.update(
+            self.bench.task, description=f"{case.stack} {case.scenario} TTFB"
+        )
         raw = self.bench.folder / "raw" / (raw_name(case, self.bench.seq) + "-ttfb")
         return ttfb.measure(
             server.base_url + case.path, getattr(server, "tls_cert", None), raw,
@@ -313,6 +334,14 @@ class Ran:
     result: object  # the tool's LoadResult
     usage: object  # the server's and the cores' CPU (UsageSampler)
     started_at: str
+
+
+def usage_sampler(server, cpus: tuple[int, ...], client_cpus: tuple[int, ...]):
+    """The server's CPU and memory: its process tree here, or its engine's figures elsewhere."""
+    engine = getattr(server, "engine", LOCAL)
+    if engine.remote:
+        return EngineStatsSampler(engine, server.container_id)
+    return UsageSampler(server.pids, cpus, client_cpus)
 
 
 def percentile_ms(result, percent: float) -> float | None:

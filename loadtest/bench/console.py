@@ -30,14 +30,17 @@ def print_plan(
     """What the run will do and how long it should take, before anything starts."""
     cases = sum(len(i.cases) for i in todo)
     estimate = plan.estimate_seconds(k, todo, run.primed)
-    console.print(
-        f"[bold]serverlab bench[/] profile [cyan]{k.profile}[/] ({k.description})"
-    )
+    console.print(f"[bold]serverlab bench[/] profile [cyan]{k.profile}[/] ({k.description})")
     quota = ", ".join(f"{q:g}" for q in k.server_cpu_quota) or "none"
     rate = ", ".join(k.rate) or "closed loop"
     console.print(
         f"  stacks: {', '.join(stacks) or 'none'}"
-        + (" + nginx ceiling" if k.calibration else "")
+        + (" + nginx ceiling" if plan.measures_ceiling(k) else "")
+        + (
+            " (no ceiling: it runs on this machine, not on SERVER_HOST)"
+            if k.calibration and k.server_host
+            else ""
+        )
         + f"\n  scenarios: {', '.join(k.scenarios)}; connections: "
         f"{', '.join(map(str, k.connections))}; tool: {k.tool} ({rate})"
         f"\n  duration {k.duration:g} s, warm-up {k.warmup:g} s, {k.repeat} round(s), "
@@ -57,6 +60,9 @@ def print_plan(
                      "(each quota is a share of them)")  # fmt: skip
     if k.ttfb:
         extra.append(f"TTFB: {k.ttfb} fresh connections per case")
+    if k.server_host or k.client_hosts:
+        extra.append(f"stacks on {k.server_host or 'this machine'}, load from "
+                     f"{', '.join(k.client_hosts) or 'this machine'} (docs/remote.md)")  # fmt: skip
     if extra:
         console.print("  " + "; ".join(extra))
     console.print(

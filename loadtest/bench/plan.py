@@ -33,7 +33,6 @@ TTFB_SAMPLE_S = 0.01
 SLO_RUNS = 9
 
 
-
 @dataclass(frozen=True)
 class Case:
     """One measurement: a load-tool run against one stack instance."""
@@ -126,6 +125,12 @@ def _scenario_cases(knobs: Knobs, stack, quota, scenario, repetition, cores=None
     return cases
 
 
+def measures_ceiling(knobs: Knobs) -> bool:
+    """Whether the nginx ceiling is in the plan. It runs on this machine, natively: with
+    SERVER_HOST it would measure another machine than the stacks', so it is left out."""
+    return knobs.calibration and not knobs.server_host and bool(scenarios_for(knobs, "api"))
+
+
 def build_plan(knobs: Knobs, stacks: list[str], contracts: dict | None = None) -> list[Instance]:
     """The shuffled, interleaved plan; `contracts` maps a stack to "api" or "static".
 
@@ -137,7 +142,7 @@ def build_plan(knobs: Knobs, stacks: list[str], contracts: dict | None = None) -
     plan = []
     for repetition in range(1, knobs.repeat + 1):
         instances = [(s, q, c) for s in stacks for q, c in configurations(knobs)]
-        if knobs.calibration and scenarios_for(knobs, "api"):
+        if measures_ceiling(knobs):
             instances.append((calibration.NAME, None, None))  # the ceiling: never capped
         rng.shuffle(instances)
         for stack, quota, cores in instances:
@@ -189,7 +194,9 @@ def expected_warmup_s(knobs: Knobs) -> float:
     return STEADY_MIN_WINDOWS * WARMUP_WINDOW_COST_S
 
 
-def instance_seconds(knobs: Knobs, instance: Instance, verify: bool, primed_s: float = 0.0) -> float:
+def instance_seconds(
+    knobs: Knobs, instance: Instance, verify: bool, primed_s: float = 0.0
+) -> float:
     """`primed_s`: the stack's declared JIT warm-up (manifest `warmup_s`)."""
     warmups = len({c.scenario for c in instance.cases}) * expected_warmup_s(knobs)
     if knobs.warmup > 0:

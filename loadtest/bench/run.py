@@ -39,7 +39,8 @@ from rich.progress import Progress
 
 from loadtest.bench import plan
 from loadtest.bench.case import CaseRunner, now, peak_key
-from loadtest.bench.console import PlanContext, cores_text, print_plan
+from loadtest.bench.clients import LoadClients
+from loadtest.bench.console import PlanContext, print_plan
 from loadtest.bench.instance import InstanceRunner, WriteFailed
 from loadtest.bench.plan import Instance
 from loadtest.bench.provenance import provenance
@@ -88,7 +89,7 @@ class Bench:
         self.runner_choice: dict = {}
         # Where load tools run: this host, or the loadgen container in a Docker run.
         self.executor: Executor = HOST
-        self.client = None  # the loadgen container while a Docker run measures
+        self.load_clients = LoadClients(knobs)  # the loadgen containers of a Docker run
         # The nice value actually used: the knob when this process may raise it.
         self.priority = knobs.priority if can_raise(knobs.priority) else 0
         self.cases = CaseRunner(self)
@@ -194,7 +195,7 @@ class Bench:
             self.choose_runner()
             self.check_tools()
             try:
-                self.runner = get_runner(self.knobs.runner)
+                self.runner = get_runner(self.knobs.runner, self.knobs.server_host)
             except (ImportError, ValueError) as exc:
                 raise KnobError(f"RUNNER={self.knobs.runner}: not available ({exc})") from None
             # A tls = true stack's certificate lives in the results folder.
@@ -266,9 +267,7 @@ class Bench:
         finally:
             signal.signal(signal.SIGTERM, previous_handler)
             signal.signal(signal.SIGINT, previous_int_handler)
-            if self.client is not None:
-                self.client.close()
-                self.client = None
+            self.load_clients.close()
             self.writer.close()
             if self.interrupted:
                 run_info["status"] = "interrupted"
@@ -292,36 +291,20 @@ class Bench:
                                f"{RUN_FILE} keeps its earlier content[/]")  # fmt: skip
 
     def start_client(self, run_info: dict) -> bool:
-        """Docker runs: the loadgen container (built if needed) becomes the executor.
-
-        Every load tool of the run, the ceiling's too, then runs in it, so the
-        stacks and the ceiling are measured by the same client. False when it
-        cannot run: nothing is built or measured and the run fails with the reason.
-        """
+        """Docker runs: the loadgen container on each client host becomes the executor
+        (bench/clients.py). False when it cannot run: nothing is built or measured and
+        the run fails with the reason."""
         if self.knobs.runner != "docker":
             return True
         self.console.print(escape("[loadgen] build and start …"))
         try:
-            self.client = self.runner.load_client(self.knobs.client_cpus)
-            for name in self.needed_tools():
-                self.client.binary(get_tool(name))
-            info = self.client.provenance()
-        except ToolError as exc:
-            self.fail(StepError("loadgen", "prerequisites", str(exc)))
-            return False
+            self.executor = self.load_clients.start(self.runner, self.needed_tools())
         except StepError as exc:
             self.fail(exc)
             return False
-        self.executor = self.client
-        run_info["client"] = info
-        # The load tools that produce the numbers are the image's; nginx (the ceiling) and
-        # a front stay the host's.
-        run_info["tools"] = {**run_info.get("tools", {}), **info["tools"]}
-        self.console.print(
-            escape(f"[loadgen] every load tool runs in container {self.client.container_id[:12]}")
-            + f", cpuset {info.get('cpuset', '?')} (client cores {cores_text(self.knobs.client_cpus)}),"
-            " host network"
-        )
+        self.load_clients.record(run_info, self.runner)
+        for line in self.load_clients.lines():
+            self.console.print(escape(line))
         if self.priority:
             self.console.print(
                 f"[yellow]PRIORITY={self.priority} applies to the servers only: the load tool in "

@@ -24,6 +24,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     check.add_argument(
         "--front", default="none", help=f"TLS reverse proxy before each stack: {', '.join(FRONTS)}"
     )
+    check.add_argument(
+        "--server-host",
+        default="",
+        help="RUNNER=docker: the stacks run on this Docker engine (a context or ssh://user@host)",
+    )
     check.set_defaults(func=cmd_check)
 
 
@@ -50,7 +55,15 @@ def cmd_check(args: argparse.Namespace) -> int:
     if refusal:
         print(f"check: {refusal}", file=sys.stderr)
         return 2
-    runner = front.wrap(get_runner(chosen), args.front, front.DEFAULT_FOLDER)
+    if args.server_host and (chosen != "docker" or args.front != "none"):
+        print("check: SERVER_HOST needs RUNNER=docker and no FRONT (docs/remote.md)",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    try:
+        runner = front.wrap(get_runner(chosen, args.server_host), args.front, front.DEFAULT_FOLDER)
+    except ValueError as exc:
+        print(f"check: SERVER_HOST: {exc}", file=sys.stderr)
+        return 2
     if args.front != "none":
         print(f"every stack behind a TLS + HTTP/2 front: {front.version(args.front)}")
     return check_all(runner, stacks)

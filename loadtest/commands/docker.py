@@ -9,32 +9,34 @@ building images, one stack left running, hadolint, the compose file, and
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from loadtest.bench.results import RESULTS_FILE, RESULTS_ROOT, read_records
 from loadtest.core import manifest as manifests
 from loadtest.core import mirror
 from loadtest.core.errors import StepError
-from loadtest.core.knobs import parse_cpus, parse_memory
+from loadtest.core.knobs import parse_cpus, parse_memory, split_list
 from loadtest.core.manifest import REPO_ROOT
 from loadtest.core.runner import Limits
 from loadtest.runners import compose as compose_file
 from loadtest.runners.conformance import check_stack, summary_table, write_outcomes
+from loadtest.runners.container import compose_args, docker
 from loadtest.runners.docker import (
     OFFLINE_PROBLEM,
     DockerRunner,
     DockerServer,
-    LoadgenClient,
-    compose_args,
     compose_problem,
     daemon_problem,
-    docker,
 )
+from loadtest.runners.engine import Engine
+from loadtest.runners.loadgen import LoadgenClient
 
 HADOLINT_VERSION = "2.15.1"
 HADOLINT_SHA256 = "bed607e611b0f7e4ef78e4bba9bdf39504d8234d3eadfe86d702f2bff14ac2d5"
@@ -104,23 +106,34 @@ DAEMON_PID_FILE = REPO_ROOT / ".build" / "docker" / "dockerd.pid"
 def smoke(servers: list[str] | None, bench: bool = True) -> int:
     """`make docker-smoke`: a daemon if none answers (stopped again at the end,
     by PID), then lint, validate, stand-ins, images, conformance, tests, bench."""
+    with local_daemon("docker-smoke") as ready:
+        return smoke_steps(servers, bench) if ready else 1
+
+
+@contextlib.contextmanager
+def local_daemon(who: str) -> Iterator[bool]:
+    """This machine's Docker daemon and Compose v2 for a smoke: yields whether they are
+    there; a daemon started here is stopped again at the end, by PID."""
     if mirror.is_offline():
-        print(f"docker-smoke: {OFFLINE_PROBLEM}", file=sys.stderr)
-        return 1
+        print(f"{who}: {OFFLINE_PROBLEM}", file=sys.stderr)
+        yield False
+        return
     if compose_problem() and shutil.which("docker"):
         # Compose v2 from its Go module, once per machine (cached).
         if subprocess.run(["bash", str(COMPOSE_SCRIPT)], stdout=subprocess.DEVNULL).returncode:
-            print("docker-smoke: could not install the Compose v2 plugin", file=sys.stderr)
-            return 1
+            print(f"{who}: could not install the Compose v2 plugin", file=sys.stderr)
+            yield False
+            return
     started_here = False
     if daemon_problem():
         had_pid_file = DAEMON_PID_FILE.exists()
         if subprocess.run(["bash", str(DAEMON_SCRIPT), "start"]).returncode:
-            print("docker-smoke: no Docker daemon and none could be started", file=sys.stderr)
-            return 1
+            print(f"{who}: no Docker daemon and none could be started", file=sys.stderr)
+            yield False
+            return
         started_here = not had_pid_file and DAEMON_PID_FILE.exists()
     try:
-        return smoke_steps(servers, bench)
+        yield True
     finally:
         if started_here:
             subprocess.run(["bash", str(DAEMON_SCRIPT), "stop"])
@@ -300,6 +313,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     build_cmd.add_argument("--servers", help="comma-separated stacks (default: all)")
     build_cmd.add_argument("--standin", action="store_true", help="use local stand-in base images")
+    build_cmd.add_argument(
+        "--server-host", default="", help="ship the stacks' images to this engine"
+    )
+    build_cmd.add_argument(
+        "--client-hosts",
+        default="",
+        help="ship the loadgen image to these engines (comma-separated)",
+    )
     build_cmd.set_defaults(func=cmd_build)
     actions.add_parser(
         "lint", help="hadolint every Dockerfile and validate docker-compose.yml"
@@ -363,17 +384,36 @@ def cmd_build(args: argparse.Namespace) -> int:
         if problem:
             print(problem, file=sys.stderr)
             return 1
-    runner = DockerRunner(base_images="standin" if args.standin else None)
+    try:
+        server = Engine.named(args.server_host)
+        clients = [Engine.named(h) for h in split_list(args.client_hosts)]
+    except ValueError as exc:
+        print(f"build: {exc}", file=sys.stderr)
+        return 2
+    for engine in [server, *clients]:
+        if engine.remote and (problem := engine.problem()):
+            print(f"build: {problem}", file=sys.stderr)
+            return 1
+    runner = DockerRunner(base_images="standin" if args.standin else None, engine=server)
     status = 0
     for manifest in manifests.load_all(manifests.stack_list(args.servers)):
         try:
             changed = runner.build(manifest)
-            print(f"[{manifest.name}] image {'built' if changed else 'up to date'}")
+            where = f" on {server.label}" if server.remote else ""
+            print(f"[{manifest.name}] image {'built' if changed else 'up to date'}{where}")
         except StepError as exc:
             print(exc.explain(), file=sys.stderr)
             status = 1
-    if not args.servers:
-        runner.build_service("loadgen", compose_file.LOADGEN_DOCKERFILE)
+    if not args.servers or clients:
+        loadgen = compose_file.image_name("loadgen")
+        try:
+            runner.build_service("loadgen", compose_file.LOADGEN_DOCKERFILE)
+            for engine in clients:
+                engine.ensure_image(loadgen, "loadgen")
+                print(f"[loadgen] image on {engine.label}")
+        except StepError as exc:
+            print(exc.explain(), file=sys.stderr)
+            status = 1
     return status
 
 

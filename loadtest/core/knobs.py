@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import tomllib
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -34,6 +35,8 @@ STATIC_SCENARIOS = ("page",)
 SCENARIO_HEADERS = {"page": (("Accept-Encoding", "br, gzip"),)}
 TOOLS = ("wrk", "oha", "ab", "h2load")
 HTTP_VERSIONS = ("2", "1.1")
+
+
 class KnobError(Exception):
     """A knob has a value the harness cannot use."""
 
@@ -119,6 +122,10 @@ class Knobs:
     # RATE=slo: the latency objective of the sustainable-rate search (loadtest/core/slo.py).
     slo_p99_ms: float = 10.0
     slo_percentile: float = 99.0
+    # Docker engines elsewhere (docs/remote.md): the stacks' host and the load's hosts,
+    # each a Docker context name or ssh://user@host; "" and [] = this machine.
+    server_host: str = ""
+    client_hosts: list = field(default_factory=list)
     experiment: str = "none"
     description: str = ""
     servers_from_profile: bool = False
@@ -218,6 +225,8 @@ KNOB_TABLE = (
     Knob("HTTP", "http", str),
     Knob("SLO_P99_MS", "slo_p99_ms", _seconds),
     Knob("SLO_PERCENTILE", "slo_percentile", _seconds),
+    Knob("SERVER_HOST", "server_host", str),
+    Knob("CLIENT_HOSTS", "client_hosts", _texts),
 )
 # Knob name -> key, for the command line and the environment.
 KNOBS = {knob.name: knob.key for knob in KNOB_TABLE}
@@ -326,11 +335,70 @@ def validate(knobs: Knobs) -> None:
             parse_memory(knobs.server_memory)
         except ValueError as exc:
             raise KnobError(f"SERVER_MEMORY: {exc}") from None
+    validate_hosts(knobs)
     available = set(os.sched_getaffinity(0))
     for cores in knobs.server_cores:
         if not 1 <= cores <= len(available):
             raise KnobError(f"SERVER_CORES: {cores} cores asked, {len(available)} available here")
-    for name, cpus in (("SERVER_CPUS", knobs.server_cpus), ("CLIENT_CPUS", knobs.client_cpus)):
+    for name, cpus, elsewhere in (
+        ("SERVER_CPUS", knobs.server_cpus, knobs.server_host),
+        ("CLIENT_CPUS", knobs.client_cpus, knobs.client_hosts),
+    ):
+        if elsewhere:  # the cores of another machine: its engine applies them
+            continue
         missing = [c for c in cpus if c not in available]
         if missing:
             raise KnobError(f"{name}: CPUs {missing} not available here ({sorted(available)})")
+
+
+# A context name as `docker context create` accepts it.
+CONTEXT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
+# The tools whose raw latency data merges exactly across client hosts (measure/tools/group.py).
+MERGEABLE_TOOLS = ("wrk", "oha")
+
+
+def host_problem(text: str) -> str | None:
+    """None when `text` names a Docker engine the harness may use, else why not.
+
+    Engines elsewhere are reached only through SSH: a Docker context whose
+    endpoint is ssh:// (checked when the run starts) or an ssh:// URL. A
+    tcp:// engine answers anybody who can reach its port, so it is refused.
+    """
+    if text.startswith("ssh://"):
+        return None if len(text) > len("ssh://") else "ssh:// needs a host"
+    if "://" in text:
+        return (
+            f"{text!r}: engines elsewhere are reached through SSH only "
+            "(ssh://user@host or a Docker context whose endpoint is ssh://); "
+            "an engine on a TCP port answers anybody who reaches it"
+        )
+    if not CONTEXT_NAME.match(text):
+        return f"{text!r} is neither an ssh:// URL nor a Docker context name"
+    return None
+
+
+def validate_hosts(knobs: Knobs) -> None:
+    """SERVER_HOST and CLIENT_HOSTS: Docker engines, used by the Docker runner only."""
+    hosts = ([knobs.server_host] if knobs.server_host else []) + list(knobs.client_hosts)
+    if not hosts:
+        return
+    for host in hosts:
+        if problem := host_problem(host):
+            raise KnobError(f"SERVER_HOST/CLIENT_HOSTS: {problem}")
+    if len(set(knobs.client_hosts)) != len(knobs.client_hosts):
+        raise KnobError(f"CLIENT_HOSTS names a host twice: {','.join(knobs.client_hosts)}")
+    if knobs.runner != "docker":
+        raise KnobError("SERVER_HOST and CLIENT_HOSTS run stacks and load through Docker engines: "
+                        "set RUNNER=docker")  # fmt: skip
+    if knobs.front != "none":
+        raise KnobError("FRONT runs on this machine: not with SERVER_HOST or CLIENT_HOSTS")
+    if len(knobs.client_hosts) > 1 and knobs.tool not in MERGEABLE_TOOLS:
+        raise KnobError(
+            f"TOOL={knobs.tool} with {len(knobs.client_hosts)} CLIENT_HOSTS: only "
+            f"{' and '.join(MERGEABLE_TOOLS)} give the raw latencies that merge across hosts"
+        )
+    if len(knobs.client_hosts) > 1 and min(knobs.connections) < len(knobs.client_hosts):
+        raise KnobError(
+            f"CONNECTIONS={min(knobs.connections)} is fewer than the "
+            f"{len(knobs.client_hosts)} CLIENT_HOSTS that share them"
+        )

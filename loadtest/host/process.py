@@ -129,17 +129,19 @@ class ProcessGroupServer:
         """Free what the server owns besides its processes (nothing by default)."""
 
 
-def answers_http(port: int, tls_cert: Path | None, accept=lambda status: True) -> bool:
-    """Whether 127.0.0.1:port answers one GET / (over TLS trusting exactly `tls_cert`).
+def answers_http(
+    port: int, tls_cert: Path | None, accept=lambda status: True, host: str = "127.0.0.1"
+) -> bool:
+    """Whether host:port answers one GET / (over TLS trusting exactly `tls_cert`).
 
     A refused connection or a failed handshake is "not ready"; `accept`
     judges the status code of an answer.
     """
     if tls_cert is not None:
         context = ssl.create_default_context(cafile=str(tls_cert))
-        connection = http.client.HTTPSConnection("127.0.0.1", port, timeout=2, context=context)
+        connection = http.client.HTTPSConnection(host, port, timeout=2, context=context)
     else:
-        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+        connection = http.client.HTTPConnection(host, port, timeout=2)
     try:
         connection.request("GET", "/")
         response = connection.getresponse()

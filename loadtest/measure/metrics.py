@@ -51,6 +51,10 @@ class ServerUsage:
     loopback_bytes_per_s: list = field(default_factory=list)
     drift: float | None = None
     drift_t: float | None = None  # Welch's t of the halves (loadtest/steady.py)
+    # Where the figures come from: the process tree on this machine, or the
+    # engine's API (its stats of the container) for a server on another host
+    # (runners/engine.py).
+    source: str = "process-tree"
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -161,7 +165,6 @@ class UsageSampler:
         )
         return usage
 
-
     def _flow(self, usage: ServerUsage) -> None:
         """Loopback rate per window, drift, and the server's CPU while load flowed."""
         windows = self._windows
@@ -175,7 +178,9 @@ class UsageSampler:
         usage.loopback_bytes_per_s = [round(r) for r in rates]
         change, t = drift(rates)
         usage.drift = None if change is None else round(change, 4)
-        usage.drift_t = None if t is None else round(max(-1e6, min(t, 1e6)), 2)  # t is inf when both halves are flat
+        usage.drift_t = (
+            None if t is None else round(max(-1e6, min(t, 1e6)), 2)
+        )  # t is inf when both halves are flat
         start, end = active_span(rates)
         busy = sum(c for c, _ in cpus[start:end])
         wall = sum(s for _, s in cpus[start:end])

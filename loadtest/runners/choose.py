@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 from loadtest.core.runner import RUNNERS, Runner, RunnerUnavailable
-from loadtest.runners.docker import (
-    LOADGEN_TOOLS,
-    DockerRunner,
-    compose_problem,
-    daemon_problem,
-)
+from loadtest.runners.docker import DockerRunner, compose_problem, daemon_problem
+from loadtest.runners.engine import Engine
+from loadtest.runners.loadgen import LOADGEN_TOOLS
 from loadtest.runners.native import NativeRunner
 
 
@@ -45,9 +42,12 @@ def choose_runner(
     return "docker", "a Docker daemon answers and Compose v2 is present; RUNNER=native to avoid it"
 
 
-def get_runner(name: str) -> Runner:
+def get_runner(name: str, server_host: str = "") -> Runner:
+    """The runner; the Docker runner's stacks run on SERVER_HOST's engine ("" = here)."""
     if name == "native":
+        if server_host:
+            raise ValueError("SERVER_HOST runs stacks through a Docker engine: RUNNER=docker")
         return NativeRunner()
     if name == "docker":
-        return DockerRunner()
+        return DockerRunner(engine=Engine.named(server_host))
     raise ValueError(f"unknown runner {name!r}: use native or docker")

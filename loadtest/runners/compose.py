@@ -147,7 +147,9 @@ def build_section(
     service: str, dockerfile: Path, fixed: dict[str, str] | None = None, manifest=None
 ) -> dict:
     defaults = {**base_image_args(dockerfile), **official_base_images(dockerfile, manifest)}
-    args = {name: f"${{{env_name(service, name)}:-{default}}}" for name, default in defaults.items()}
+    args = {
+        name: f"${{{env_name(service, name)}:-{default}}}" for name, default in defaults.items()
+    }
     args.update(fixed or {})
     section = {
         "context": ".",
@@ -167,7 +169,9 @@ def stack_service(manifest: Manifest) -> dict:
         "<<": "*hardening",
         "image": image_name(manifest.name),
         "build": build_section(
-            manifest.name, dockerfile_path(manifest), stack_args(manifest, dockerfile_path(manifest)),
+            manifest.name,
+            dockerfile_path(manifest),
+            stack_args(manifest, dockerfile_path(manifest)),
             manifest,
         ),
         "profiles": [manifest.name, "servers"],
@@ -176,8 +180,9 @@ def stack_service(manifest: Manifest) -> dict:
             # use a free port so they never clash with a stack already running).
             "PORT": f"${{{env_name(manifest.name, 'PORT')}:-{manifest.port}}}",
             # Loopback only: the host network would otherwise expose the stack
-            # on every interface of the machine.
-            "HOST": "${SERVER_HOST:-127.0.0.1}",
+            # on every interface of the machine. SERVER_BIND moves it (a stack
+            # on another host listens on the address the load aims at).
+            "HOST": "${SERVER_BIND:-127.0.0.1}",
             "WORKERS": None,
         },
         "cpuset": "${SERVER_CPUS:-}",

@@ -146,7 +146,11 @@ def check_stack(runner: Runner, manifest: Manifest, log=print) -> CheckOutcome:
 def failure_lines(checks: list[dict]) -> list[str]:
     """Failed, known-failing and skipped checks, one line each (skips stay visible)."""
     return (
-        [f"FAIL {c['id']}  {c.get('detail', '')}" for c in checks if not c["ok"] and "known" not in c]
+        [
+            f"FAIL {c['id']}  {c.get('detail', '')}"
+            for c in checks
+            if not c["ok"] and "known" not in c
+        ]
         + [f"KNOWN {c['id']}  {c['known']}" for c in checks if "known" in c]
         + [f"SKIP {c['id']}  {c['detail']}" for c in checks if c.get("skipped")]
     )

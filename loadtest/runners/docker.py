@@ -1,33 +1,33 @@
 """Docker runner: build a stack's image and run it as a hardened container.
 
-Same interface as the native runner (loadtest/runner.py). Every container
-comes from the generated docker-compose.yml (loadtest/runners/compose.py), so the
-hardening (read-only root, no capabilities, no-new-privileges, init, nofile
-ulimit) and the host network are the same whether a person types
-`docker compose up gin` or the harness starts it. Limits use the same knobs
-as natively: cores -> cpuset, CPU quota -> cpus, memory -> mem_limit.
+Same interface as the native runner (core/runner.py). Every container comes
+from the generated docker-compose.yml (runners/compose.py), so the hardening
+(read-only root, no capabilities, no-new-privileges, init, nofile ulimit) and
+the host network are the same whether a person types `docker compose up gin`
+or the harness starts it. Limits use the same knobs as natively: cores ->
+cpuset, CPU quota -> cpus, memory -> mem_limit.
 
-CPU and memory are read from the container's own cgroup (v1 or v2), found
-through its init process; `pids()` lists the container's processes as host
-PIDs, so the bench's process sampler works unchanged.
+The stacks run on one Docker engine (runners/engine.py): this machine's, or
+SERVER_HOST's, to which the image built here is shipped. Here, CPU and memory
+are read from the container's own cgroup and `pids()` lists its processes as
+host PIDs, so the bench's process sampler works unchanged; on another host
+the bench reads them through the engine instead.
 
-In a Docker bench every load tool runs in the `loadgen` container
-(`load_client()`, an executor of loadtest/tools/base.py), pinned to the
-client cores by its cpuset, on the host network; the tool's CPU time is the
-container's cgroup CPU time over the run.
+In a Docker bench every load tool runs in the loadgen container
+(runners/loadgen.py, `load_client()`), on each client host.
 
 Base images: the Dockerfiles' defaults (official images) unless
 SERVERLAB_BASE_IMAGES=standin, which substitutes local stand-ins built by
-docker/standins/standins.py (no registry needed). `python -m loadtest.runners.docker
-smoke` is the CI path behind `make docker-smoke`.
+docker/standins/standins.py (no registry needed); `make docker-smoke` builds
+on them.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import json
 import os
-import shlex
 import shutil
 import subprocess
 import sys
@@ -39,46 +39,26 @@ from loadtest.core.errors import StepError
 from loadtest.core.manifest import REPO_ROOT, Manifest
 from loadtest.core.runner import Limits
 from loadtest.host import tls as tls_files
-from loadtest.host.cgroups import ContainerCgroup
 from loadtest.host.ports import free_port, port_in_use
-from loadtest.host.process import CLEAN_EXIT_CODES, answers_http, pinned
-from loadtest.measure.tools import get_tool
-from loadtest.measure.tools.base import ToolError, raw_paths, read_raw
+from loadtest.host.process import CLEAN_EXIT_CODES, answers_http
 from loadtest.runners import compose as compose_file
+from loadtest.runners.container import (
+    Container,
+    compose_args,
+    docker,
+    image_id,
+    limits_env,
+    tail_text,
+)
+from loadtest.runners.engine import LOCAL, Engine
+from loadtest.runners.loadgen import LoadgenClient
 
 STANDINS_SCRIPT = REPO_ROOT / "docker" / "standins" / "standins.py"
 BUILD_TIMEOUT_S = 1800
-# Where the loadgen image keeps the harness (docker/loadgen/Dockerfile).
-LOADGEN_HARNESS = "/opt/serverlab"
 HOST_CA = Path("/etc/ssl/certs/ca-certificates.crt")
 
 
 # ---------------------------------------------------------------- docker CLI
-
-
-def docker(*args: str, timeout: float = 120, check: bool = True, env: dict | None = None):
-    """Run `docker ARGS`; return the CompletedProcess (text, captured)."""
-    result = subprocess.run(
-        ["docker", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=env,
-    )
-    if check and result.returncode != 0:
-        raise subprocess.CalledProcessError(
-            result.returncode, result.args, result.stdout, result.stderr
-        )
-    return result
-
-
-def compose_args(*args: str) -> list[str]:
-    return [
-        "compose",
-        "--file", str(compose_file.COMPOSE_FILE),
-        "--project-directory", str(REPO_ROOT),
-        *args,
-    ]  # fmt: skip
 
 
 # The images install their packages while they build (pip, go, Maven, npm,
@@ -114,41 +94,22 @@ def compose_problem() -> str | None:
     return None
 
 
-def tail_text(text: str, lines: int = 40) -> str:
-    return "\n".join(text.splitlines()[-lines:])
-
-
 # ---------------------------------------------------------------- the runner
-
-
-def limits_env(limits: Limits, client_cpus: tuple[int, ...] | None = None) -> dict:
-    """The compose file's knobs for one start (unset knobs mean no limit)."""
-    env = dict(os.environ)
-    for key in ("SERVER_CPUS", "SERVER_CPU_QUOTA", "SERVER_MEMORY", "WORKERS", "CLIENT_CPUS"):
-        env.pop(key, None)
-    if limits.cpus:
-        env["SERVER_CPUS"] = ",".join(map(str, limits.cpus))
-    if limits.cpu_quota is not None:
-        env["SERVER_CPU_QUOTA"] = f"{limits.cpu_quota:g}"
-    if limits.memory is not None:
-        env["SERVER_MEMORY"] = str(limits.memory)
-    if limits.workers():
-        env["WORKERS"] = str(limits.workers())
-    if client_cpus:
-        env["CLIENT_CPUS"] = ",".join(map(str, client_cpus))
-    return env
 
 
 class DockerRunner:
     name = "docker"
 
-    def __init__(self, base_images: str | None = None) -> None:
+    def __init__(self, base_images: str | None = None, engine: Engine = LOCAL) -> None:
+        # Where the stacks run (SERVER_HOST); images are built here and shipped there.
+        self.engine = engine
         # A tls = true stack's certificate is made here (make bench: the results folder).
         self.tls_folder = tls_files.DEFAULT_FOLDER
         self.base_images = base_images or os.environ.get("SERVERLAB_BASE_IMAGES", "official")
         if self.base_images not in ("official", "standin"):
             raise ValueError("SERVERLAB_BASE_IMAGES must be official or standin")
         self._standins: dict[str, str] = {}
+        self._engine_checked: dict[str, str | None] = {}
 
     # -- interface
 
@@ -156,26 +117,47 @@ class DockerRunner:
         problem = daemon_problem() or compose_problem()
         if problem:
             return problem
+        if self.engine.remote:
+            if problem := self.engine_problem():
+                return problem
+            if manifest.tls:
+                # The certificate folder is bind-mounted from this machine's disk.
+                return f"a tls = true stack runs on this machine only, not on {self.engine.label}"
         if not compose_file.dockerfile_path(manifest).is_file():
             return f"no {manifest.docker['dockerfile']} in servers/{manifest.name}/"
         return None
 
+    def engine_problem(self) -> str | None:
+        if "problem" not in self._engine_checked:
+            self._engine_checked["problem"] = self.engine.problem()
+        return self._engine_checked["problem"]
+
     def build(self, manifest: Manifest) -> bool:
-        """`docker compose build` the stack's service; True when the image changed."""
-        return self.build_service(manifest.stack, compose_file.dockerfile_path(manifest), manifest)
+        """`docker compose build` the stack's service here, then ship it to the stacks'
+        engine; True when the image changed."""
+        changed = self.build_service(
+            manifest.stack, compose_file.dockerfile_path(manifest), manifest
+        )
+        shipped = self.engine.ensure_image(compose_file.image_name(manifest.stack), manifest.name)
+        return changed or shipped
 
     def start(self, manifest: Manifest, limits: Limits, port: int | None = None) -> DockerServer:
-        if port is None and os.environ.get("SERVERLAB_DOCKER_PORTS") == "free":
+        if (
+            port is None
+            and not self.engine.remote
+            and os.environ.get("SERVERLAB_DOCKER_PORTS") == "free"
+        ):
             # CI on a shared machine: the same stack may be running natively
             # on its manifest port; the container takes any free port instead.
             port = free_port()
         tls = tls_files.self_signed(self.tls_folder) if manifest.tls else None
-        return DockerServer(manifest, limits, port or manifest.port, tls)
+        return DockerServer(manifest, limits, port or manifest.port, tls, self.engine)
 
     def versions(self, manifest: Manifest) -> dict:
         info = {"runner": "docker", "image": compose_file.image_name(manifest.stack)}
+        info["host"] = self.engine.label
         with contextlib.suppress(subprocess.SubprocessError, OSError, json.JSONDecodeError):
-            data = json.loads(docker("image", "inspect", info["image"]).stdout)[0]
+            data = json.loads(self.engine.docker("image", "inspect", info["image"]).stdout)[0]
             info["image_id"] = data["Id"]
             info["image_created"] = data["Created"]
             info["image_user"] = data["Config"].get("User", "")
@@ -192,7 +174,7 @@ class DockerRunner:
                         "org.serverlab.standin.content"
                     ]
         with contextlib.suppress(subprocess.SubprocessError, OSError):
-            info["docker_server"] = docker(
+            info["docker_server"] = self.engine.docker(
                 "version", "--format", "{{.Server.Version}}"
             ).stdout.strip()
             info["compose"] = docker("compose", "version", "--short").stdout.strip()
@@ -273,28 +255,32 @@ class DockerRunner:
             )
         return image_id(image) != before
 
-    def load_client(self, client_cpus: tuple[int, ...] | None = None) -> LoadgenClient:
-        """The loadgen container (built if needed), pinned to the client cores.
+    def load_client(
+        self, client_cpus: tuple[int, ...] | None = None, engine: Engine = LOCAL
+    ) -> LoadgenClient:
+        """The loadgen container (built if needed) on `engine`, pinned to the client cores.
 
         A context manager; its `run_tool` replaces loadtest.measure.tools.base.run_tool
         so that every load tool runs inside the container.
         """
         self.build_service("loadgen", compose_file.LOADGEN_DOCKERFILE)
-        return LoadgenClient(client_cpus)
-
-
-# The load tools the loadgen image has (docker/loadgen/Dockerfile); h2load
-# runs on the host only.
-LOADGEN_TOOLS = ("wrk", "ab", "oha")
-
-
-def image_id(image: str) -> str | None:
-    result = docker("image", "inspect", "--format", "{{.Id}}", image, check=False)
-    return result.stdout.strip() if result.returncode == 0 else None
+        engine.ensure_image(compose_file.image_name("loadgen"), "loadgen")
+        return LoadgenClient(client_cpus, engine)
 
 
 # The uid the stack images run as (every Dockerfile's USER).
 CONTAINER_UID = 10001
+
+
+def bind_address(address: str) -> str:
+    """What a stack on another host listens on: the address the load aims at when it
+    is one (only that interface), else every interface (a host name may resolve
+    to another address there than here)."""
+    try:
+        ipaddress.ip_address(address)
+    except ValueError:
+        return "0.0.0.0"
+    return address
 
 
 def container_tls(files: tls_files.TlsFiles) -> Path:
@@ -319,74 +305,6 @@ def container_tls(files: tls_files.TlsFiles) -> Path:
     return folder
 
 
-class Container:
-    """A compose service's running container: state, logs, cgroup, removal."""
-
-    service: str
-
-    def _up(self, env: dict, step_owner: str) -> None:
-        result = subprocess.run(
-            [
-                "docker",
-                *compose_args(
-                    "up", "--detach", "--no-build", "--no-deps", "--force-recreate", self.service
-                ),
-            ],  # fmt: skip
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=120,
-        )
-        if result.returncode != 0:
-            raise StepError(
-                step_owner,
-                "start",
-                f"docker compose up {self.service} failed",
-                tail_text(result.stderr),
-            )
-        result = docker(*compose_args("ps", "--all", "--quiet", self.service), check=False)
-        self.container_id = result.stdout.strip().splitlines()[0] if result.stdout.strip() else ""
-        if not self.container_id:
-            raise StepError(step_owner, "start", f"no container for {self.service} after `up`")
-        self._cgroup: ContainerCgroup | None = None
-
-    def inspect(self) -> dict:
-        try:
-            return json.loads(docker("inspect", self.container_id, timeout=30).stdout)[0]
-        except (subprocess.SubprocessError, json.JSONDecodeError, IndexError):
-            return {}
-
-    def state(self) -> dict:
-        return self.inspect().get("State", {})
-
-    def is_alive(self) -> bool:
-        return bool(self.state().get("Running"))
-
-    def cgroup(self) -> ContainerCgroup:
-        if self._cgroup is None:
-            pid = self.state().get("Pid")
-            if not pid:
-                raise StepError(self.service, "sample", "container has no running process")
-            self._cgroup = ContainerCgroup(pid)
-        return self._cgroup
-
-    def pids(self) -> list[int]:
-        """Every process of the container (host PIDs), including its init."""
-        try:
-            return self.cgroup().procs()
-        except (StepError, OSError):
-            return []
-
-    def output_tail(self, lines: int = 40) -> str:
-        result = docker("logs", "--tail", str(lines), self.container_id, check=False, timeout=30)
-        return tail_text(result.stdout + result.stderr, lines)
-
-    def remove(self) -> None:
-        """Kill and remove the container, whatever its state; never raises."""
-        with contextlib.suppress(subprocess.SubprocessError, OSError):
-            docker("rm", "--force", "--volumes", self.container_id, check=False, timeout=60)
-
-
 class DockerServer(Container):
     """One stack's container, started by compose with the given limits."""
 
@@ -396,14 +314,17 @@ class DockerServer(Container):
         limits: Limits,
         port: int | None = None,
         tls: tls_files.TlsFiles | None = None,
+        engine: Engine = LOCAL,
     ) -> None:
         self.manifest = manifest
         self.service = manifest.stack  # a name@variant id runs its stack's service
+        self.engine = engine
         self.port = port or manifest.port
         self.tls_cert = tls.cert if tls else None
-        self.base_url = f"{'https' if tls else 'http'}://127.0.0.1:{self.port}"
+        self.address = engine.address()
+        self.base_url = f"{'https' if tls else 'http'}://{self.address}:{self.port}"
         self.limits = limits
-        if port_in_use(self.port):
+        if not engine.remote and port_in_use(self.port):
             raise StepError(
                 manifest.name,
                 "start",
@@ -412,6 +333,8 @@ class DockerServer(Container):
             )
         env = limits_env(limits)
         env[compose_file.env_name(manifest.stack, "PORT")] = str(self.port)
+        if engine.remote:
+            env["SERVER_BIND"] = bind_address(self.address)
         for variant in manifest.variants:  # no variant setting leaks in from this shell
             for key in variant["env"]:
                 env.pop(key, None)
@@ -446,7 +369,7 @@ class DockerServer(Container):
         )
 
     def _answers_http(self) -> bool:
-        return answers_http(self.port, self.tls_cert)
+        return answers_http(self.port, self.tls_cert, host=self.address)
 
     def sample(self) -> dict:
         """Cumulative CPU time and current/peak memory from the container's cgroup."""
@@ -466,8 +389,8 @@ class DockerServer(Container):
     def stop(self, timeout: float = 15.0) -> int:
         """SIGTERM (through the container's init), wait, then SIGKILL; unclean raises StepError."""
         started = time.monotonic()
-        result = docker("stop", "--time", str(int(timeout)), self.container_id,
-                        check=False, timeout=timeout + 60)  # fmt: skip
+        result = self.engine.docker("stop", "--time", str(int(timeout)), self.container_id,
+                                    check=False, timeout=timeout + 60)  # fmt: skip
         elapsed = time.monotonic() - started
         state = self.state()
         code = state.get("ExitCode")
@@ -499,125 +422,3 @@ class DockerServer(Container):
 
     def __exit__(self, *exc_info) -> None:
         self.kill()
-
-
-class LoadgenClient(Container):
-    """The loadgen container; load tools run in it with `docker exec`.
-
-    An executor of loadtest.measure.tools.base (`Tool.run(spec, raw, executor=client)`):
-    `run_tool` has the signature and result of loadtest.measure.tools.base.run_tool
-    (exit code, stdout, stderr, tool CPU s, wall s); raw outputs are written
-    on the host, at the same paths as natively.
-    """
-
-    where = "loadgen-container"
-
-    def __init__(self, client_cpus: tuple[int, ...] | None = None) -> None:
-        self.service = "loadgen"
-        self.client_cpus = client_cpus
-        self._present: dict[str, bool] = {}
-        self._up(limits_env(Limits(), client_cpus), "loadgen")
-        deadline = time.monotonic() + 30
-        while not self.is_alive():
-            if time.monotonic() > deadline:
-                raise StepError("loadgen", "start", "container did not start", self.output_tail())
-            time.sleep(0.2)
-
-    def translate(self, argument: str) -> str:
-        """Host paths inside the repository -> the harness copy in the image."""
-        root = str(REPO_ROOT)
-        if argument == root or argument.startswith(root + "/"):
-            return LOADGEN_HARNESS + argument[len(root) :]
-        return argument
-
-    def which(self, binary: str) -> bool:
-        if binary not in self._present:
-            probe = f"command -v {shlex.quote(binary)}"
-            result = docker("exec", self.container_id, "sh", "-c", probe, check=False, timeout=30)
-            self._present[binary] = result.returncode == 0
-        return self._present[binary]
-
-    def binary(self, tool) -> str:
-        """The tool's program name in the image (its own PATH), checked once."""
-
-        if not self.which(tool.binary):
-            raise ToolError(
-                f"{tool.name}: {tool.binary} is not in the loadgen image "
-                "(docker/loadgen/Dockerfile); RUNNER=native runs it on the host"
-            )
-        return tool.binary
-
-    def tool_versions(self) -> dict:
-        """Versions of the load tools inside the image, for the provenance."""
-        versions = {}
-        for name in LOADGEN_TOOLS:
-            try:
-                versions[name] = get_tool(name).version(self)
-            except ToolError:
-                versions[name] = "missing"
-        return versions
-
-    def output(self, command: list[str]) -> str:
-        result = docker("exec", self.container_id, *command, check=False, timeout=30)
-        return result.stdout + result.stderr
-
-    def provenance(self) -> dict:
-        """Where the load came from: image, container cpuset, tool versions."""
-        info = {
-            "where": self.where,
-            "image": compose_file.image_name("loadgen"),
-            "image_id": image_id(compose_file.image_name("loadgen")),
-            "tools": self.tool_versions(),
-            "network": "host",
-        }
-        with contextlib.suppress(StepError, OSError, KeyError, IndexError):
-            info["cpuset"] = self.cgroup().limits()["cpuset"]
-        return info
-
-    def argv(self, command: list[str], cpus: tuple[int, ...] | None = None) -> list[str]:
-        """The command as it runs in the container: repository paths mapped, pinned."""
-        argv = [os.path.basename(command[0]), *(self.translate(a) for a in command[1:])]
-        return pinned(argv, cpus)
-
-    def run_tool(
-        self,
-        command: list[str],
-        raw_prefix: Path,
-        timeout_s: float,
-        cpus: tuple[int, ...] | None = None,
-        priority: int = 0,
-    ) -> tuple[int, str, str, float, float]:
-        # `priority` (a higher scheduling priority for the tool) is accepted for
-        # the signature but not applied: the container has no CAP_SYS_NICE.
-        del priority
-        # The deadline is enforced inside the container: killing `docker exec`
-        # would leave the tool running there.
-        argv = ["timeout", "--signal=KILL", f"{max(1, int(timeout_s))}", *self.argv(command, cpus)]
-        out_path, err_path = raw_paths(raw_prefix)
-        group = self.cgroup()
-        cpu_before = group.cpu_usage_ns() or 0
-        started = time.monotonic()
-        with out_path.open("wb") as out, err_path.open("wb") as err:
-            process = subprocess.run(
-                ["docker", "exec", self.container_id, *argv],
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=err,
-                timeout=timeout_s + 60,
-            )
-        wall = time.monotonic() - started
-        cpu = ((group.cpu_usage_ns() or 0) - cpu_before) / 1e9
-        code = process.returncode
-        if code == 137:  # timeout --signal=KILL: report as the native runner does
-            code = -9
-        stdout, stderr = read_raw(out_path, err_path)
-        return code, stdout, stderr, cpu, wall
-
-    def close(self) -> None:
-        self.remove()
-
-    def __enter__(self) -> LoadgenClient:
-        return self
-
-    def __exit__(self, *exc_info) -> None:
-        self.close()

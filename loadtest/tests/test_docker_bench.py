@@ -18,11 +18,11 @@ from loadtest.bench.results import read_records
 from loadtest.core.knobs import parse_cpus
 from loadtest.runners import calibration
 from loadtest.runners.choose import choose_runner
-from loadtest.runners.docker import compose_problem, daemon_problem, docker, image_id
+from loadtest.runners.container import docker, image_id
+from loadtest.runners.docker import compose_problem, daemon_problem
 from loadtest.tests.docker_support import need
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-
 
 
 def standins_present() -> bool:
@@ -68,7 +68,10 @@ def test_bench_loads_from_the_loadgen_container(tmp_path):
         command = record["result"]["command"]
         assert command[:3] == ["taskset", "-c", ",".join(map(str, record["client_cpus"]))]
         assert command[3] == "wrk"
-        assert command[command.index("-s") + 1] == "/opt/serverlab/loadtest/measure/tools/wrk_report.lua"
+        assert (
+            command[command.index("-s") + 1]
+            == "/opt/serverlab/loadtest/measure/tools/wrk_report.lua"
+        )
         assert record["result"]["tool_cpu_s"] > 0  # the loadgen's cgroup CPU time
     if calibration.nginx_path():
         assert calibration.NAME in stacks  # the ceiling, loaded by the same client

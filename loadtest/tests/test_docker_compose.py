@@ -15,7 +15,8 @@ import pytest
 from loadtest.core.manifest import REPO_ROOT, load_all
 from loadtest.core.runner import Limits
 from loadtest.runners import compose
-from loadtest.runners.docker import compose_args, compose_problem, limits_env
+from loadtest.runners.container import compose_args, limits_env
+from loadtest.runners.docker import compose_problem
 
 STANDINS = REPO_ROOT / "docker" / "standins" / "standins.py"
 # An official image pinned to an exact tag: name:1.2.3..., name:bookworm-YYYYMMDD-slim.
@@ -32,9 +33,7 @@ def standins_module():
 
 def test_compose_file_is_current():
     committed = compose.COMPOSE_FILE.read_text(encoding="utf-8")
-    assert committed == compose.render(), (
-        "docker-compose.yml is stale: run `make compose`"
-    )
+    assert committed == compose.render(), "docker-compose.yml is stale: run `make compose`"
 
 
 def test_every_stack_has_a_service_on_its_port():
@@ -223,7 +222,7 @@ def test_compose_config_validates_with_compose_v2():
 
 
 def test_loadgen_runs_the_harness_copy_of_repository_files():
-    from loadtest.runners.docker import LOADGEN_HARNESS, LoadgenClient
+    from loadtest.runners.loadgen import LOADGEN_HARNESS, LoadgenClient
 
     client = LoadgenClient.__new__(LoadgenClient)  # no container needed to map paths
     lua = REPO_ROOT / "loadtest" / "tools" / "wrk_report.lua"

@@ -17,17 +17,13 @@ import pytest
 
 from loadtest.core import manifest as manifests
 from loadtest.core.runner import Limits
-from loadtest.runners.docker import (
-    DockerRunner,
-    LoadgenClient,
-    docker,
-    free_port,
-    image_id,
-)
+from loadtest.host.ports import free_port
+from loadtest.runners.container import docker, image_id
+from loadtest.runners.docker import DockerRunner
+from loadtest.runners.loadgen import LoadgenClient
 from loadtest.tests.docker_support import REQUIRED, listed_stacks, need_docker
 
 MIN_NOFILE = 10_000
-
 
 
 def stacks_to_check() -> list[str]:

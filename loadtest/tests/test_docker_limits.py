@@ -21,19 +21,15 @@ import pytest
 
 from loadtest.core import manifest as manifests
 from loadtest.core.runner import Limits
+from loadtest.host.ports import free_port
 from loadtest.measure.metrics import UsageSampler
-from loadtest.runners.docker import (
-    DockerRunner,
-    docker,
-    free_port,
-    image_id,
-)
+from loadtest.runners.container import docker, image_id
+from loadtest.runners.docker import DockerRunner
 from loadtest.tests.docker_support import REQUIRED, listed_stacks, need_docker
 
 # Stacks that saturate any CPU share they get with little start-up cost.
 PREFERRED = ("go-nethttp", "gin", "bjoern", "sanic")
 MiB = 1024**2
-
 
 
 def built_stack() -> manifests.Manifest:

@@ -12,14 +12,10 @@ import pytest
 
 from loadtest.core import manifest as manifests
 from loadtest.core.runner import Limits
+from loadtest.host.ports import free_port
 from loadtest.runners.conformance import run_conformance
-from loadtest.runners.docker import (
-    DockerRunner,
-    compose_problem,
-    daemon_problem,
-    free_port,
-    image_id,
-)
+from loadtest.runners.container import image_id
+from loadtest.runners.docker import DockerRunner, compose_problem, daemon_problem
 from loadtest.testing import STATIC_STACK_SERVER_HEADERS
 
 

@@ -5,6 +5,15 @@ sends requests on a fixed schedule whatever the server does, and with
 `--latency-correction` measures each latency from when the request *should*
 have been sent. A stalled server therefore shows up in the tail: these
 latencies are free of coordinated omission, unlike wrk's and ab's.
+
+For a run spread over several client hosts (group.py) the JSON report stays
+the source of every count (responses, status codes, errors by kind); its
+percentiles cannot be merged, so `command_for_merge` also has oha store each
+response's corrected latency (`--db-url`, a SQLite file where oha runs) and
+`complete_for_merge` reduces that file, where it lies, to a histogram in
+whole microseconds. oha's other per-request output, `--output-format csv`,
+lists the responses only: the failed requests (timeouts, refused or reset
+connections) leave no row, so their counts would be lost.
 """
 
 from __future__ import annotations
@@ -16,8 +25,18 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from loadtest.core.errors import StepError
 from loadtest.core.manifest import REPO_ROOT
-from loadtest.measure.tools.base import PERCENTILES, LoadResult, LoadSpec, Tool, latency_key
+from loadtest.measure.tools.base import (
+    HOST,
+    PERCENTILES,
+    Executor,
+    LoadResult,
+    LoadSpec,
+    Tool,
+    ToolError,
+    latency_key,
+)
 
 NOTE_OPEN = "open loop at a constant rate, latency corrected for coordinated omission"
 
@@ -56,8 +75,80 @@ class Oha(Tool):
         command.append(spec.url)
         return command
 
+    def command_for_merge(self, spec: LoadSpec, records: str) -> list[str]:
+        """The command of one client host of a group: the usual one, and the
+        per-request records at `records` (a path where oha runs)."""
+        command = self.command(spec)
+        return [*command[:-1], "--db-url", records, command[-1]]
+
+    def complete_for_merge(
+        self, result: LoadResult, records: str, executor: Executor = HOST
+    ) -> None:
+        """Attach the latency histogram from `records` (removed there afterwards), and
+        take oha's writing of them out of the tool's time."""
+        histogram, why_not = fetch_histogram(records, executor)
+        recorded = sum(count for _, count in histogram) if histogram is not None else 0
+        if histogram is not None and result.ok and recorded != result.requests:
+            why_not = (
+                f"oha's per-request records hold {recorded} responses, its report {result.requests}"
+            )
+            histogram = None
+        result.details["histogram_us"] = histogram
+        result.details["histogram_truncated"] = False
+        if histogram is None:
+            result.details["histogram_missing"] = why_not
+        exclude_records_writing(result)
+
     def parse(self, stdout: str, stderr: str, exit_code: int) -> LoadResult:
         return parse_output(stdout, stderr, exit_code)
+
+
+# Run where oha ran (python3 is in the loadgen image, and on this host): the
+# records reduced to [[microseconds, count], ...] ascending, then the file removed.
+REDUCE_RECORDS = """\
+import json, os, sqlite3, sys
+path = sys.argv[1]
+try:
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    rows = db.execute(
+        "SELECT CAST(duration * 1000000 + 0.5 AS INTEGER) AS us, COUNT(*) FROM oha"
+        " GROUP BY us ORDER BY us").fetchall()
+    db.close()
+    print("SERVERLAB_OHA_HISTOGRAM " + json.dumps(rows, separators=(",", ":")))
+finally:
+    for leftover in (path, path + "-journal"):
+        if os.path.exists(leftover):
+            os.remove(leftover)
+"""
+HISTOGRAM_MARKER = "SERVERLAB_OHA_HISTOGRAM "
+NOTE_RECORDS_COST = (
+    "tool_cpu_s and wall_s exclude the {:.3f} s oha ran after its load phase (writing its "
+    "per-request records), counted as one busy core"
+)
+
+
+def fetch_histogram(records: str, executor: Executor) -> tuple[list | None, str]:
+    """(histogram, "") from oha's records where it ran, or (None, why not)."""
+    try:
+        output = executor.output(["python3", "-c", REDUCE_RECORDS, records])
+    except (OSError, subprocess.SubprocessError, ToolError, StepError) as exc:
+        return None, f"oha's per-request records could not be read: {exc}"
+    for line in output.splitlines():
+        if line.startswith(HISTOGRAM_MARKER):
+            return [[int(us), int(n)] for us, n in json.loads(line[len(HISTOGRAM_MARKER) :])], ""
+    tail = output.strip().splitlines()[-1:] or ["no output"]
+    return None, f"oha's per-request records could not be read: {tail[0][:300]}"
+
+
+def exclude_records_writing(result: LoadResult) -> None:
+    """oha writes its records after the load phase (its JSON `total`), on one thread:
+    that time is the tool's wall time beyond the load phase, and as much CPU."""
+    if not result.ok or result.duration_s <= 0:
+        return
+    after_load_s = max(0.0, result.wall_s - result.duration_s)
+    result.tool_cpu_s = max(0.0, result.tool_cpu_s - after_load_s)
+    result.wall_s -= after_load_s
+    result.notes.append(NOTE_RECORDS_COST.format(after_load_s))
 
 
 # oha reports errors by message; map them onto the common kinds.

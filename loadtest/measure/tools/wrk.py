@@ -5,6 +5,10 @@ soon as the previous answer arrives. That measures the server's peak rate,
 but its latency suffers from coordinated omission (a stalled server also
 stalls the load), so wrk latencies understate the tail; oha's open-loop
 runs do not. Every report that shows wrk latencies says so.
+
+For a run spread over several client hosts (group.py), `command_for_merge`
+asks the report script for wrk's whole latency histogram as well, so that the
+hosts' latencies merge into exact percentiles.
 """
 
 from __future__ import annotations
@@ -15,7 +19,9 @@ from pathlib import Path
 
 from loadtest.measure.tools.base import (
     ERROR_KINDS,
+    HOST,
     PERCENTILES,
+    Executor,
     LoadResult,
     LoadSpec,
     Tool,
@@ -25,6 +31,12 @@ from loadtest.measure.tools.base import (
 LUA_SCRIPT = Path(__file__).with_name("wrk_report.lua")
 MARKER = "SERVERLAB_WRK_JSON "
 NOTE_CO = "closed loop: wrk latency is subject to coordinated omission (tail understated)"
+# The report script's argument (after `--`) that adds the latency histogram to its line.
+HISTOGRAM_ARG = "histogram"
+NOTE_HISTOGRAM_COST = (
+    "tool_cpu_s and wall_s exclude the {:.3f} s wrk spent exporting its latency histogram "
+    "after the load"
+)
 
 
 class Wrk(Tool):
@@ -53,6 +65,25 @@ class Wrk(Tool):
             *[arg for line in spec.header_lines() for arg in ("-H", line)],
             spec.url,
         ]  # fmt: skip
+
+    def command_for_merge(self, spec: LoadSpec, records: str | None = None) -> list[str]:
+        """The command of one client host of a group: the usual one, and the histogram.
+
+        `records` is not used: wrk's histogram comes back in its own stdout.
+        """
+        return [*self.command(spec), "--", HISTOGRAM_ARG]
+
+    def complete_for_merge(
+        self, result: LoadResult, records: str | None = None, executor: Executor = HOST
+    ) -> None:
+        """Take the histogram export out of the tool's time: it ran after the load,
+        on one core, and would otherwise blur the client-bound share."""
+        export_s = result.details.get("histogram_cpu_s") or 0.0
+        if export_s <= 0:
+            return
+        result.tool_cpu_s = max(0.0, result.tool_cpu_s - export_s)
+        result.wall_s = max(0.0, result.wall_s - export_s)
+        result.notes.append(NOTE_HISTOGRAM_COST.format(export_s))
 
     def parse(self, stdout: str, stderr: str, exit_code: int) -> LoadResult:
         return parse_output(stdout, stderr, exit_code)
@@ -94,9 +125,21 @@ def parse_output(stdout: str, stderr: str = "", exit_code: int = 0) -> LoadResul
             "max": latency["max"] / 1000,
             **{latency_key(p): by_percent.get(p) for p in PERCENTILES},
         }
+    if "histogram_us" in data:
+        result.details.update(histogram_details(data))
     if result.requests == 0:
         result.problem = describe_no_responses(result.errors)
     return result
+
+
+def histogram_details(data: dict) -> dict:
+    """wrk's latency histogram as the report script exported it (only when asked):
+    [[microseconds, count], ...] ascending, or None when its CPU budget ran out."""
+    return {
+        "histogram_us": data["histogram_us"],
+        "histogram_truncated": bool(data.get("histogram_truncated")),
+        "histogram_cpu_s": float(data.get("histogram_cpu_s") or 0.0),
+    }
 
 
 def describe_no_responses(errors: dict) -> str:
