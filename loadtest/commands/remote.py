@@ -3,10 +3,13 @@
 The hosts are made on this machine (loadtest/host/testhosts.py): network
 namespaces joined by a bridge, each with its own sshd and dockerd, reached
 as Docker contexts over SSH exactly as real machines would be. The smoke
-benches two stacks on the server host with the load split over two client
-hosts, then once more with NET_DELAY (and NET_LOSS) on every link, checks the
-records (who served, who loaded, per-host counts that add up, latency that
-shows the delay) and tears the hosts down, also after a failure or Ctrl-C.
+ships the images (`make build`), checks a stack on the server host (`make
+check`), benches two stacks there with the load split over the two client
+hosts (closed loop, then open loop at a shared rate), then once more with
+NET_DELAY (and NET_LOSS) on every link when the kernel has netem; it checks
+every record (who served, who loaded, per-host counts and rates that add
+up, the server's usage read through its engine, latency that shows the
+delay) and tears the hosts down, also after a failure or Ctrl-C.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import shlex
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from loadtest.bench.results import RESULTS_FILE, RUN_FILE, read_records, write_json_atomic
@@ -29,7 +33,6 @@ from loadtest.runners import compose as compose_file
 from loadtest.runners.docker import DockerRunner
 
 SMOKE_STACKS = ("gin", "sanic")
-SMOKE_SCENARIOS = "hello,workday"
 HOST_NAMES = ("server", "client1", "client2")
 DEFAULT_DELAY = "5ms"
 RESULTS_DIR = REPO_ROOT / ".build" / "remote-smoke" / "results"
@@ -51,9 +54,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     smoke.add_argument("--servers", default=",".join(SMOKE_STACKS))
     smoke.add_argument("--delay", default=os.environ.get("NET_DELAY") or DEFAULT_DELAY,
-                       help="netem delay on every test host's link for the second pass")  # fmt: skip
+                       help="netem delay on every test host's link for the last pass")  # fmt: skip
     smoke.add_argument("--loss", default=os.environ.get("NET_LOSS") or None,
-                       help="netem loss on every link for the second pass, e.g. 0.1%%")  # fmt: skip
+                       help="netem loss on every link for the last pass, e.g. 0.1%%")  # fmt: skip
     smoke.set_defaults(func=cmd_remote_smoke)
 
 
@@ -108,6 +111,30 @@ def say(text: str) -> None:
     print(f"\n--- remote-smoke: {text}", flush=True)
 
 
+@dataclass(frozen=True)
+class Pass:
+    """One bench of the smoke through the contexts, and what its records must show."""
+
+    label: str
+    stacks: int  # how many of the smoke's stacks
+    args: tuple[str, ...]  # bench options beyond the hosts
+    delay: str | None = None  # the netem delay on every link during it
+    rate: float | None = None  # the open-loop rate the hosts share
+
+
+def passes(delay: str) -> list[Pass]:
+    return [
+        Pass("closed loop, split", 2, ("--scenarios", "hello,workday")),
+        Pass(
+            "open loop, split",
+            1,
+            ("--scenarios", "hello", "--tool", "oha", "--rate", "2000"),
+            rate=2000.0,
+        ),  # fmt: skip
+        Pass(f"NET_DELAY={delay}", 1, ("--scenarios", "hello"), delay=delay),
+    ]
+
+
 def smoke(stacks: list[str], delay: str, loss: str | None) -> int:
     started = time.monotonic()
     say("images, built here on the stand-ins (cached)")
@@ -127,17 +154,26 @@ def smoke(stacks: list[str], delay: str, loss: str | None) -> int:
     with hosts:
         env = hosts.env()
         server, *clients = (hosts[name].context for name in HOST_NAMES)
-        say(f"bench: {', '.join(stacks)} on {server}, load from {' + '.join(clients)}")
-        failures += bench_and_check(env, stacks, server, clients, "split")
-        conditions = f"NET_DELAY={delay}" + (f" NET_LOSS={loss}" if loss else "")
-        if problem := testhosts.netem_problem():
-            say(f"SKIPPED the bench with {conditions}: {problem}")
-            skipped.append({"what": f"the pass with {conditions}", "status": "skipped",
-                            "reason": problem})  # fmt: skip
-        else:
-            say(f"bench again with {conditions}")
-            hosts.set_conditions(delay, loss)
-            failures += bench_and_check(env, stacks[:1], server, clients, "delayed", delay)
+        hosts_args = ("--server-host", server)
+        say(f"make build: images shipped to {server} and {' + '.join(clients)}")
+        failures += command_passes(env, "build", ["docker", "build", "--standin", "--servers",
+                                   ",".join(stacks), *hosts_args, "--client-hosts",
+                                   ",".join(clients)])  # fmt: skip
+        say(f"make check: {stacks[0]} on {server}")
+        failures += command_passes(env, "check", ["check", "--runner", "docker", "--servers",
+                                   stacks[0], *hosts_args])  # fmt: skip
+        for one in passes(delay):
+            conditions = f"{one.label}" + (f" NET_LOSS={loss}" if one.delay and loss else "")
+            if one.delay and (problem := testhosts.netem_problem()):
+                say(f"SKIPPED the bench with {conditions}: {problem}")
+                skipped.append({"what": f"the bench with {conditions}", "status": "skipped",
+                                "reason": problem})  # fmt: skip
+                continue
+            if one.delay:
+                hosts.set_conditions(one.delay, loss)
+            say(f"bench, {conditions}: {', '.join(stacks[: one.stacks])} on {server}, "
+                f"load from {' + '.join(clients)}")  # fmt: skip
+            failures += bench_and_check(env, stacks[: one.stacks], server, clients, one)
         failures += leftovers(hosts, env)
     write_json_atomic(LAST_OUTCOME, skipped)
     say(f"done in {time.monotonic() - started:.0f} s; test hosts removed")
@@ -150,6 +186,12 @@ def smoke(stacks: list[str], delay: str, loss: str | None) -> int:
     return 0
 
 
+def command_passes(env: dict, label: str, args: list[str]) -> list[str]:
+    """A harness command through the contexts; its failure, if it failed."""
+    result = subprocess.run([sys.executable, "-m", "loadtest", *args], cwd=REPO_ROOT, env=env)
+    return [f"{label} exited {result.returncode}"] if result.returncode else []
+
+
 def build_images(stacks: list[str]) -> None:
     """The stacks' and the loadgen's images on this machine's engine (stand-in bases)."""
     os.environ["SERVERLAB_BASE_IMAGES"] = "standin"
@@ -159,32 +201,27 @@ def build_images(stacks: list[str]) -> None:
         runner.build_service(manifest.stack, compose_file.dockerfile_path(manifest), manifest)
 
 
-def bench_and_check(
-    env: dict, stacks: list[str], server: str, clients: list[str], label: str,
-    delay: str | None = None,
-) -> list[str]:  # fmt: skip
+def bench_and_check(env: dict, stacks: list[str], server: str, clients: list[str], one: Pass):
     """One smoke bench through the contexts, then its records checked; the failures."""
     before = set(RESULTS_DIR.glob("*/")) if RESULTS_DIR.is_dir() else set()
     command = [
         sys.executable, "-m", "loadtest", "bench", "--runner", "docker", "--profile", "smoke",
-        "--servers", ",".join(stacks), "--scenarios", SMOKE_SCENARIOS if not delay else "hello",
+        "--servers", ",".join(stacks), *one.args,
         "--server-host", server, "--client-hosts", ",".join(clients),
         "--results-dir", str(RESULTS_DIR),
     ]  # fmt: skip
     result = subprocess.run(command, cwd=REPO_ROOT, env=env)
     if result.returncode != 0:
-        return [f"{label} bench exited {result.returncode}"]
+        return [f"bench ({one.label}) exited {result.returncode}"]
     runs = [p for p in RESULTS_DIR.glob("*/") if p not in before]
     if len(runs) != 1:
-        return [f"{label} bench: expected one new run in {RESULTS_DIR}, found {len(runs)}"]
-    problems = check_run(runs[0], stacks, server, clients, delay)
+        return [f"bench ({one.label}): expected one new run in {RESULTS_DIR}, found {len(runs)}"]
+    problems = check_run(runs[0], stacks, server, clients, one)
     print("\n".join(f"  ✗ {p}" for p in problems) or f"  ✓ records of {runs[0].name} check out")
-    return [f"{label} bench: {p}" for p in problems]
+    return [f"bench ({one.label}): {p}" for p in problems]
 
 
-def check_run(
-    folder: Path, stacks: list[str], server: str, clients: list[str], delay: str | None
-) -> list[str]:
+def check_run(folder: Path, stacks: list[str], server: str, clients: list[str], one: Pass):
     """What a remote run must show: every host described, every record placed and summed."""
     problems = []
     info = json.loads((folder / RUN_FILE).read_text())
@@ -201,35 +238,48 @@ def check_run(
     if {r["stack"] for r in measured} != set(stacks):
         problems.append(f"measured {sorted({r['stack'] for r in measured})}, wanted {stacks}")
     for record in measured:
-        problems += check_record(record, server, clients, delay)
+        problems += check_record(record, server, clients, one)
     return problems
 
 
-def check_record(record: dict, server: str, clients: list[str], delay: str | None) -> list[str]:
+def check_record(record: dict, server: str, clients: list[str], one: Pass) -> list[str]:
+    """Everything a remote record must show; one line per broken rule."""
     name = f"{record['stack']} {record['scenario']}"
     result = record["result"]
-    shares = result.get("details", {}).get("hosts", [])
     problems = []
     if record["status"] != "ok":
         problems.append(f"{name}: {record['status']}: {record.get('problem')}")
     if record.get("server_host") != server or record.get("client_hosts") != clients:
         problems.append(f"{name}: served by {record.get('server_host')}, loaded from "
                         f"{record.get('client_hosts')}")  # fmt: skip
-    if [s.get("label") for s in shares] != clients:
-        problems.append(f"{name}: per-host shares {[s.get('label') for s in shares]}")
-    elif sum(s["requests"] for s in shares) != result["requests"]:
-        problems.append(f"{name}: per-host requests {[s['requests'] for s in shares]} "
-                        f"do not sum to {result['requests']}")  # fmt: skip
-    elif sum(s["connections"] for s in shares) != record["connections"]:
-        problems.append(f"{name}: per-host connections do not sum to {record['connections']}")
+    problems += [f"{name}: {p}" for p in share_problems(record, clients, one.rate)]
     if record["server"].get("source") != "docker-api" or not record["server"].get("samples"):
         problems.append(f"{name}: server usage not read through the server's engine")
-    if delay:
+    if one.delay:
         # Each host delays what it sends: a request and its answer cross two links.
-        floor_ms = 2 * delay_ms(delay)
+        floor_ms = 2 * delay_ms(one.delay)
         p50 = result.get("latency_ms", {}).get("p50")
         if p50 is None or p50 < floor_ms:
-            problems.append(f"{name}: p50 {p50} ms under NET_DELAY={delay} (at least {floor_ms})")
+            problems.append(
+                f"{name}: p50 {p50} ms under NET_DELAY={one.delay} (at least {floor_ms})"
+            )
+    return problems
+
+
+def share_problems(record: dict, clients: list[str], rate: float | None) -> list[str]:
+    """Each client host's share is in the record, and the shares add up to the whole."""
+    shares = record["result"].get("details", {}).get("hosts", [])
+    if [share.get("label") for share in shares] != clients:
+        return [f"per-host shares {[share.get('label') for share in shares]}"]
+    problems = []
+    if sum(share["requests"] for share in shares) != record["result"]["requests"]:
+        problems.append(f"per-host requests {[share['requests'] for share in shares]} "
+                        f"do not sum to {record['result']['requests']}")  # fmt: skip
+    if sum(share["connections"] for share in shares) != record["connections"]:
+        problems.append(f"per-host connections do not sum to {record['connections']}")
+    if rate and abs(sum(share.get("rate") or 0 for share in shares) - rate) > 0.01 * rate:
+        problems.append(f"per-host rates {[share.get('rate') for share in shares]} "
+                        f"do not sum to {rate:g}/s")  # fmt: skip
     return problems
 
 

@@ -278,15 +278,22 @@ class _Pipe:
 
 
 def container_reading(api: EngineAPI, container_id: str) -> tuple[float, int, int]:
-    """(local time of the reading, the container's CPU ns so far, its memory without
-    page cache) from the engine's one-shot stats."""
-    before = time.monotonic()
+    """(when the engine read it, on the engine's clock; the container's CPU ns so far;
+    its memory without page cache) from the engine's one-shot stats.
+
+    The engine's own timestamp, not this machine's clock around the request: a
+    busy host answers late, and the half-second intervals between readings would
+    then be off by as much as the answer was.
+    """
     stats = api.get(f"/containers/{container_id}/stats?stream=false&one-shot=true")
-    when = (before + time.monotonic()) / 2
+    when = parse_system_time(stats.get("read", ""))
+    if when is None:
+        raise StepError(api.engine.label, "api", f"stats without a time: {stats.get('read')!r}")
     cpu = int(stats.get("cpu_stats", {}).get("cpu_usage", {}).get("total_usage", 0))
     memory = stats.get("memory_stats", {})
     detail = memory.get("stats", {})
-    # What `docker stats` shows: usage minus the page cache (v1 `cache`, v2 `inactive_file`).
+    # What `docker stats` shows: usage minus the inactive page cache (v1 `total_inactive_file`,
+    # v2 `inactive_file`; `cache` where neither is reported).
     cache = detail.get("total_inactive_file", detail.get("inactive_file", detail.get("cache", 0)))
     return when, cpu, max(0, int(memory.get("usage", 0)) - int(cache))
 

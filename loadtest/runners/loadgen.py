@@ -33,6 +33,28 @@ LOADGEN_HARNESS = "/opt/serverlab"
 LOADGEN_TOOLS = ("wrk", "ab", "oha")
 
 
+# The tool's own wall time, taken inside the container: `docker exec` adds its
+# own latency around it (a fraction of a second over SSH), and the tool's CPU
+# share and oha's after-load time are judged against the tool's time alone.
+WALL_MARKER = "SERVERLAB_TOOL_WALL_NS "
+TIMED = (
+    "sh", "-c",
+    f's=$(date +%s%N); "$@"; c=$?; echo "{WALL_MARKER}$(($(date +%s%N) - s))" >&2; exit $c',
+    "serverlab-timed",
+)  # fmt: skip
+
+
+def take_tool_wall(err_path: Path) -> float | None:
+    """The tool's wall seconds from the marker line, which is removed from its stderr."""
+    text = err_path.read_text(errors="replace")
+    lines = text.splitlines(keepends=True)
+    marked = [line for line in lines if line.startswith(WALL_MARKER)]
+    if not marked:
+        return None
+    err_path.write_text("".join(line for line in lines if not line.startswith(WALL_MARKER)))
+    return int(marked[-1][len(WALL_MARKER) :].strip()) / 1e9
+
+
 class LoadgenClient(Container):
     """The loadgen container; load tools run in it with `docker exec`.
 
@@ -134,7 +156,7 @@ class LoadgenClient(Container):
         started = time.monotonic()
         with out_path.open("wb") as out, err_path.open("wb") as err:
             process = subprocess.run(
-                ["docker", "exec", self.container_id, *argv],
+                ["docker", "exec", self.container_id, *TIMED, *argv],
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=err,
@@ -146,6 +168,7 @@ class LoadgenClient(Container):
         code = process.returncode
         if code == 137:  # timeout --signal=KILL: report as the native runner does
             code = -9
+        wall = take_tool_wall(err_path) or wall
         stdout, stderr = read_raw(out_path, err_path)
         return code, stdout, stderr, cpu, wall
 
