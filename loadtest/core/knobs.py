@@ -353,7 +353,8 @@ def validate(knobs: Knobs) -> None:
 
 # A context name as `docker context create` accepts it.
 CONTEXT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
-# The tools whose raw latency data merges exactly across client hosts (measure/tools/group.py).
+# The tools whose raw latency data merges exactly across client hosts: each has
+# command_for_merge and complete_for_merge (measure/tools/group.py).
 MERGEABLE_TOOLS = ("wrk", "oha")
 
 

@@ -19,10 +19,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from loadtest.core.knobs import MERGEABLE_TOOLS, TOOLS
 from loadtest.host.ports import free_port
 from loadtest.measure.tools import get_tool
 from loadtest.measure.tools.base import PERCENTILES, HostExecutor, LoadResult, LoadSpec, ToolError
 from loadtest.measure.tools.group import (
+    REFUSALS,
     ClientGroup,
     histogram_percentiles,
     merge_histograms,
@@ -216,6 +218,13 @@ def test_the_single_host_commands_are_unchanged():
     assert "--db-url" not in oha_command and oha_command[-1] == spec.url
     merged = Oha().command_for_merge(spec, "/tmp/x.records")
     assert merged == [*oha_command[:-1], "--db-url", "/tmp/x.records", spec.url]
+
+
+def test_every_mergeable_tool_can_give_its_raw_latencies():
+    for name in MERGEABLE_TOOLS:
+        tool = get_tool(name)
+        assert callable(tool.command_for_merge) and callable(tool.complete_for_merge), name
+    assert set(MERGEABLE_TOOLS) | set(REFUSALS) == set(TOOLS)
 
 
 @pytest.mark.parametrize("tool, why", [("ab", "summary only"), ("h2load", "summary only")])

@@ -36,6 +36,7 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 from pathlib import Path
 
+from loadtest.core.knobs import MERGEABLE_TOOLS
 from loadtest.measure.tools import get_tool
 from loadtest.measure.tools.base import (
     ERROR_KINDS,
@@ -210,7 +211,7 @@ def file_safe(label: str) -> str:
 
 
 def refuse_unmergeable(tool: Tool) -> None:
-    if hasattr(tool, "command_for_merge") and hasattr(tool, "complete_for_merge"):
+    if tool.name in MERGEABLE_TOOLS:
         return
     raise ToolError(
         REFUSALS.get(
