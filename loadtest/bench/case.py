@@ -197,7 +197,10 @@ class CaseRunner:
             # The runtime version that ran (None for the ceiling): run.json has the details.
             "runtime": runtime_ran(self.bench.run_info, self.bench.manifests.get(case.stack)),
             "ceiling": case.stack == calibration.NAME,
-            "runner": "native" if case.stack == calibration.NAME else k.runner,
+            # The ceiling runs natively, or in a container on another host (SERVER_HOST).
+            "runner": "native"
+            if case.stack == calibration.NAME and not k.server_host
+            else k.runner,
             # The TLS front the stack was measured behind ("none": plain HTTP; the ceiling never).
             "front": "none" if case.stack == calibration.NAME else k.front,
             # Where the load tool ran: "host" or "loadgen-container" (a Docker run).

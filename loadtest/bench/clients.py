@@ -53,6 +53,8 @@ class LoadClients:
         # The load tools that produce the numbers are the image's; nginx (the ceiling) and
         # a front stay the host's.
         run_info["tools"] = {**run_info.get("tools", {}), **infos[0]["tools"]}
+        if self.knobs.server_host:  # the ceiling runs there, from the loadgen image
+            run_info["tools"]["nginx"] = self.clients[0].output(["nginx", "-v"]).strip()
         if self.knobs.server_host or self.knobs.client_hosts:
             run_info["hosts"] = {
                 "server": getattr(runner, "engine", LOCAL).describe(),

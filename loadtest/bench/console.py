@@ -36,11 +36,7 @@ def print_plan(
     console.print(
         f"  stacks: {', '.join(stacks) or 'none'}"
         + (" + nginx ceiling" if plan.measures_ceiling(k) else "")
-        + (
-            " (no ceiling: it runs on this machine, not on SERVER_HOST)"
-            if k.calibration and k.server_host
-            else ""
-        )
+        + (f" (on {k.server_host})" if plan.measures_ceiling(k) and k.server_host else "")
         + f"\n  scenarios: {', '.join(k.scenarios)}; connections: "
         f"{', '.join(map(str, k.connections))}; tool: {k.tool} ({rate})"
         f"\n  duration {k.duration:g} s, warm-up {k.warmup:g} s, {k.repeat} round(s), "

@@ -66,7 +66,9 @@ class InstanceRunner:
         estimate = plan.estimate_seconds(k, todo, self.bench.primed())
         with Progress(*columns, console=self.bench.console, transient=False) as progress:
             self.bench.progress = progress
-            self.bench.task = progress.add_task("bench", total=estimate, cases=f"0/{self.bench.cases_total}")
+            self.bench.task = progress.add_task(
+                "bench", total=estimate, cases=f"0/{self.bench.cases_total}"
+            )
             seen: set[str] = set(self.bench.verified)
             for instance in todo:
                 verify = instance.stack not in seen and instance.stack != calibration.NAME
@@ -82,6 +84,9 @@ class InstanceRunner:
     def start_server(self, instance: Instance):
         k = self.bench.knobs
         if instance.stack == calibration.NAME:
+            engine = getattr(self.bench.runner, "engine", None)
+            if engine is not None and engine.remote:  # on the stacks' host, in a container
+                return calibration.CeilingContainer(engine, k.server_cpus)
             folder = self.bench.folder / "calibration"
             return calibration.CalibrationServer(folder, k.server_cpus)
         cpus = plan.server_cpus_for(k, instance.cores)
@@ -153,7 +158,11 @@ class InstanceRunner:
         if not exc.filename:
             return False
         with contextlib.suppress(OSError, ValueError):
-            return Path(os.fsdecode(exc.filename)).resolve().is_relative_to(self.bench.folder.resolve())
+            return (
+                Path(os.fsdecode(exc.filename))
+                .resolve()
+                .is_relative_to(self.bench.folder.resolve())
+            )
         return False
 
     def verify(self, stack: str, server, ready_s: float) -> None:

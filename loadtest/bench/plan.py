@@ -126,9 +126,8 @@ def _scenario_cases(knobs: Knobs, stack, quota, scenario, repetition, cores=None
 
 
 def measures_ceiling(knobs: Knobs) -> bool:
-    """Whether the nginx ceiling is in the plan. It runs on this machine, natively: with
-    SERVER_HOST it would measure another machine than the stacks', so it is left out."""
-    return knobs.calibration and not knobs.server_host and bool(scenarios_for(knobs, "api"))
+    """Whether the nginx ceiling is in the plan: with the api scenarios (it serves those)."""
+    return knobs.calibration and bool(scenarios_for(knobs, "api"))
 
 
 def build_plan(knobs: Knobs, stacks: list[str], contracts: dict | None = None) -> list[Instance]:

@@ -152,7 +152,8 @@ class Bench:
                 f"[yellow]PRIORITY={self.knobs.priority} needs root or CAP_SYS_NICE: "
                 "running at normal priority (other work on the host competes more)[/]"
             )
-        if self.knobs.calibration and not calibration.nginx_path():
+        # The ceiling on another host runs in the loadgen image, which holds nginx.
+        if self.knobs.calibration and not self.knobs.server_host and not calibration.nginx_path():
             self.console.print(
                 "[bold yellow]!! nginx not found: the calibration ceiling is NOT measured "
                 "(install Debian's nginx-light, or run make bootstrap)[/]"

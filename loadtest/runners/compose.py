@@ -31,6 +31,7 @@ import re
 from pathlib import Path
 
 from loadtest.core.manifest import DOCKER_FAMILY_KEYS, REPO_ROOT, Manifest, load_all
+from loadtest.runners.ceiling_site import DEFAULT_PORT as CEILING_PORT
 
 COMPOSE_FILE = REPO_ROOT / "docker-compose.yml"
 LOADGEN_DOCKERFILE = REPO_ROOT / "docker" / "loadgen" / "Dockerfile"
@@ -216,6 +217,25 @@ def loadgen_service() -> dict:
     }
 
 
+def ceiling_service() -> dict:
+    """The harness's ceiling for a run whose stacks are on another host: nginx from the
+    loadgen image, serving what runners/ceiling_site.py writes (under /tmp: the root is
+    read-only), pinned and bound like a stack."""
+    return {
+        "<<": "*hardening",
+        "image": image_name("loadgen"),
+        "profiles": ["ceiling"],
+        "environment": {
+            "PORT": f"${{{env_name('ceiling', 'PORT')}:-{CEILING_PORT}}}",
+            "HOST": "${SERVER_BIND:-127.0.0.1}",
+            "WORKERS": None,
+        },
+        "cpuset": "${SERVER_CPUS:-}",
+        "command": ["python", "-m", "loadtest.runners.ceiling_site"],
+        "stop_grace_period": "2s",
+    }
+
+
 HARDENING = {
     "network_mode": "host",
     "read_only": True,
@@ -231,6 +251,7 @@ def model(manifests: list[Manifest] | None = None) -> dict:
     manifests = load_all() if manifests is None else manifests
     services = {m.name: stack_service(m) for m in manifests}
     services["loadgen"] = loadgen_service()
+    services["ceiling"] = ceiling_service()
     return {
         "name": PROJECT,
         "x-hardening": HARDENING,

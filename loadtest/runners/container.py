@@ -12,11 +12,13 @@ import contextlib
 import json
 import os
 import subprocess
+import time
 
 from loadtest.core.errors import StepError
 from loadtest.core.manifest import REPO_ROOT
 from loadtest.core.runner import Limits
 from loadtest.host.cgroups import ContainerCgroup
+from loadtest.host.process import CLEAN_EXIT_CODES, answers_http
 from loadtest.runners import compose as compose_file
 from loadtest.runners.engine import LOCAL, Engine
 
@@ -140,3 +142,75 @@ class Container:
             self.engine.docker(
                 "rm", "--force", "--volumes", self.container_id, check=False, timeout=60
             )
+
+
+class ServedContainer(Container):
+    """A container that serves HTTP on `address`:`port`: ready when it answers,
+    stopped with SIGTERM and checked for a clean exit. `owner` names it in errors."""
+
+    owner: str
+    port: int
+    address: str
+    base_url: str
+    tls_cert = None
+
+    def wait_ready(self, timeout: float = 60.0) -> float:
+        started = time.monotonic()
+        deadline = started + timeout
+        while time.monotonic() < deadline:
+            state = self.state()
+            if state and not state.get("Running"):
+                raise StepError(
+                    self.owner,
+                    "start",
+                    f"container exited with code {state.get('ExitCode')} before it was ready"
+                    + (" (killed: out of memory)" if state.get("OOMKilled") else ""),
+                    self.output_tail(),
+                )
+            if self._answers_http():
+                return time.monotonic() - started
+            time.sleep(0.2)
+        tail = self.output_tail()
+        self.kill()
+        raise StepError(
+            self.owner,
+            "wait-ready",
+            f"no HTTP answer on {self.base_url} within {timeout:.0f} s",
+            tail,
+        )
+
+    def _answers_http(self) -> bool:
+        return answers_http(self.port, self.tls_cert, host=self.address)
+
+    def stop(self, timeout: float = 15.0) -> int:
+        """SIGTERM (through the container's init), wait, then SIGKILL; unclean raises StepError."""
+        started = time.monotonic()
+        result = self.engine.docker("stop", "--time", str(int(timeout)), self.container_id,
+                                    check=False, timeout=timeout + 60)  # fmt: skip
+        elapsed = time.monotonic() - started
+        state = self.state()
+        code = state.get("ExitCode")
+        tail = self.output_tail()
+        self.remove()
+        if result.returncode != 0:
+            raise StepError(self.owner, "stop", f"docker stop failed: {result.stderr.strip()}")
+        if elapsed >= timeout and code == 137:
+            raise StepError(
+                self.owner,
+                "stop",
+                f"did not exit within {timeout:.0f} s of SIGTERM; killed",
+                tail,
+            )
+        if code not in CLEAN_EXIT_CODES:
+            reason = " (out of memory)" if state.get("OOMKilled") else ""
+            raise StepError(self.owner, "stop", f"exit code {code} after SIGTERM{reason}", tail)
+        return code
+
+    def kill(self) -> None:
+        self.remove()
+
+    def __enter__(self) -> ServedContainer:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.kill()

@@ -40,10 +40,9 @@ from loadtest.core.manifest import REPO_ROOT, Manifest
 from loadtest.core.runner import Limits
 from loadtest.host import tls as tls_files
 from loadtest.host.ports import free_port, port_in_use
-from loadtest.host.process import CLEAN_EXIT_CODES, answers_http
 from loadtest.runners import compose as compose_file
 from loadtest.runners.container import (
-    Container,
+    ServedContainer,
     compose_args,
     docker,
     image_id,
@@ -305,7 +304,7 @@ def container_tls(files: tls_files.TlsFiles) -> Path:
     return folder
 
 
-class DockerServer(Container):
+class DockerServer(ServedContainer):
     """One stack's container, started by compose with the given limits."""
 
     def __init__(
@@ -317,6 +316,7 @@ class DockerServer(Container):
         engine: Engine = LOCAL,
     ) -> None:
         self.manifest = manifest
+        self.owner = manifest.name
         self.service = manifest.stack  # a name@variant id runs its stack's service
         self.engine = engine
         self.port = port or manifest.port
@@ -343,34 +343,6 @@ class DockerServer(Container):
             env["TLS_DIR"] = str(container_tls(tls))
         self._up(env, manifest.name)
 
-    def wait_ready(self, timeout: float = 60.0) -> float:
-        started = time.monotonic()
-        deadline = started + timeout
-        while time.monotonic() < deadline:
-            state = self.state()
-            if state and not state.get("Running"):
-                raise StepError(
-                    self.manifest.name,
-                    "start",
-                    f"container exited with code {state.get('ExitCode')} before it was ready"
-                    + (" (killed: out of memory)" if state.get("OOMKilled") else ""),
-                    self.output_tail(),
-                )
-            if self._answers_http():
-                return time.monotonic() - started
-            time.sleep(0.2)
-        tail = self.output_tail()
-        self.kill()
-        raise StepError(
-            self.manifest.name,
-            "wait-ready",
-            f"no HTTP answer on {self.base_url} within {timeout:.0f} s",
-            tail,
-        )
-
-    def _answers_http(self) -> bool:
-        return answers_http(self.port, self.tls_cert, host=self.address)
-
     def sample(self) -> dict:
         """Cumulative CPU time and current/peak memory from the container's cgroup."""
         group = self.cgroup()
@@ -385,40 +357,3 @@ class DockerServer(Container):
     def applied_limits(self) -> dict:
         """The limits the kernel enforces on this container (for tests and provenance)."""
         return self.cgroup().limits()
-
-    def stop(self, timeout: float = 15.0) -> int:
-        """SIGTERM (through the container's init), wait, then SIGKILL; unclean raises StepError."""
-        started = time.monotonic()
-        result = self.engine.docker("stop", "--time", str(int(timeout)), self.container_id,
-                                    check=False, timeout=timeout + 60)  # fmt: skip
-        elapsed = time.monotonic() - started
-        state = self.state()
-        code = state.get("ExitCode")
-        tail = self.output_tail()
-        self.remove()
-        if result.returncode != 0:
-            raise StepError(
-                self.manifest.name, "stop", f"docker stop failed: {result.stderr.strip()}"
-            )
-        if elapsed >= timeout and code == 137:
-            raise StepError(
-                self.manifest.name,
-                "stop",
-                f"did not exit within {timeout:.0f} s of SIGTERM; killed",
-                tail,
-            )
-        if code not in CLEAN_EXIT_CODES:
-            reason = " (out of memory)" if state.get("OOMKilled") else ""
-            raise StepError(
-                self.manifest.name, "stop", f"exit code {code} after SIGTERM{reason}", tail
-            )
-        return code
-
-    def kill(self) -> None:
-        self.remove()
-
-    def __enter__(self) -> DockerServer:
-        return self
-
-    def __exit__(self, *exc_info) -> None:
-        self.kill()

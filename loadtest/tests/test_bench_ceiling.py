@@ -17,7 +17,7 @@ import pytest
 from loadtest.bench.results import read_records
 from loadtest.host.ports import free_port
 from loadtest.host.process import CLEAN_EXIT_CODES
-from loadtest.runners import calibration
+from loadtest.runners import calibration, ceiling_site
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 NO_DAEMON = "unix:///nonexistent/serverlab-test/docker.sock"
@@ -140,7 +140,7 @@ def test_ctrl_c_keeps_measurements_and_writes_the_summary(tmp_path):
 def test_ceiling_answers_every_scenario_over_one_keep_alive_connection(tmp_path):
     """The bodies of the contract's sizes, up to 10 KB from memory and 100 KB from
     its file; no TCP_CORK (tcp_nopush), which leaves Nagle on after a corked answer."""
-    config = calibration.write_site(tmp_path / "probe", free_port(), 1).read_text()
+    config = ceiling_site.write_site(tmp_path / "probe", free_port(), 1).read_text()
     assert "tcp_nopush off;" in config and "tcp_nopush on" not in config
     assert "sendfile on;" in config
     with calibration.CalibrationServer(tmp_path / "site", None, port=free_port()) as server:
@@ -159,7 +159,7 @@ def test_ceiling_answers_every_scenario_over_one_keep_alive_connection(tmp_path)
                 response = connection.getresponse()
                 body = response.read().decode()
                 assert response.status == 200, path
-                assert body == calibration.BODIES[name], path
+                assert body == ceiling_site.BODIES[name], path
                 assert response.getheader("Content-Length") == str(len(body)), path
                 assert response.getheader("Content-Type") == "text/plain; charset=utf-8", path
                 assert not response.will_close, path

@@ -85,7 +85,8 @@ def test_hardening_and_host_network_apply_to_every_service():
     assert hardening["ulimits"]["nofile"]["hard"] >= 10_000
     for name, service in model["services"].items():
         assert service["<<"] == "*hardening", name
-        assert service["build"]["network"] == "host", name
+        # Every image is built on the host network (the ceiling runs the loadgen's image).
+        assert service.get("build", {"network": "host"})["network"] == "host", name
     text = compose.COMPOSE_FILE.read_text()
     assert text.count("<<: *hardening") == len(model["services"])
 

@@ -20,6 +20,7 @@ from loadtest.core.errors import StepError
 from loadtest.core.knobs import KnobError, host_problem, resolve
 from loadtest.measure.tools.base import LoadResult, LoadSpec
 from loadtest.measure.tools.group import Member, MemberRun, load_window
+from loadtest.runners import calibration, compose
 from loadtest.runners.docker import bind_address
 from loadtest.runners.engine import LOCAL, Engine, cpu_pct, parse_system_time
 from loadtest.runners.loadgen import WALL_MARKER, container_cpu_ns, take_tool_wall
@@ -79,9 +80,14 @@ def test_the_cores_of_another_host_are_not_checked_against_this_one():
     assert (k.server_cpus, k.client_cpus) == ((63,), (62,))
 
 
-def test_the_ceiling_is_left_out_when_the_stacks_run_elsewhere():
-    assert plan.measures_ceiling(knobs(RUNNER="docker"))
-    assert not plan.measures_ceiling(knobs(RUNNER="docker", SERVER_HOST=SERVER))
+def test_the_ceiling_runs_on_the_stacks_host_from_the_loadgen_image():
+    assert plan.measures_ceiling(knobs(RUNNER="docker", SERVER_HOST=SERVER))
+    service = compose.model()["services"][calibration.NAME]
+    assert service["image"] == compose.image_name("loadgen") and "build" not in service
+    assert service["command"][-1] == "loadtest.runners.ceiling_site"
+    assert service["cpuset"] == "${SERVER_CPUS:-}" and service["<<"] == "*hardening"
+    dockerfile = compose.LOADGEN_DOCKERFILE.read_text()
+    assert "nginx-light" in dockerfile and "loadtest/runners/ceiling_site.py" in dockerfile
 
 
 def test_an_engines_name_becomes_the_docker_environment(monkeypatch):
