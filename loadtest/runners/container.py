@@ -20,7 +20,7 @@ from loadtest.core.runner import Limits
 from loadtest.host.cgroups import ContainerCgroup
 from loadtest.host.process import CLEAN_EXIT_CODES, answers_http
 from loadtest.runners import compose as compose_file
-from loadtest.runners.engine import LOCAL, Engine
+from loadtest.runners.engine import LOCAL, Engine, tail_text
 
 
 def docker(*args: str, timeout: float = 120, check: bool = True, env: dict | None = None):
@@ -35,10 +35,6 @@ def compose_args(*args: str) -> list[str]:
         "--project-directory", str(REPO_ROOT),
         *args,
     ]  # fmt: skip
-
-
-def tail_text(text: str, lines: int = 40) -> str:
-    return "\n".join(text.splitlines()[-lines:])
 
 
 def limits_env(limits: Limits, client_cpus: tuple[int, ...] | None = None) -> dict:

@@ -47,9 +47,8 @@ from loadtest.runners.container import (
     docker,
     image_id,
     limits_env,
-    tail_text,
 )
-from loadtest.runners.engine import LOCAL, Engine
+from loadtest.runners.engine import LOCAL, Engine, tail_text
 from loadtest.runners.loadgen import LoadgenClient
 
 STANDINS_SCRIPT = REPO_ROOT / "docker" / "standins" / "standins.py"

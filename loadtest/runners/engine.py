@@ -133,7 +133,7 @@ class Engine:
         except subprocess.TimeoutExpired:
             return f"{self.label}: the Docker engine did not answer within 60 s"
         if result.returncode != 0:
-            return f"{self.label}: no Docker engine answers: {tail(result.stderr)}"
+            return f"{self.label}: no Docker engine answers: {tail_text(result.stderr, 20)}"
         return None
 
     # -- what it is
@@ -190,7 +190,7 @@ class Engine:
             save.wait(timeout=60)
         if save.returncode or load.returncode:
             raise StepError(owner, "ship", f"docker save | docker load to {self.label} failed",
-                            tail(save_error + load.stderr))  # fmt: skip
+                            tail_text(save_error + load.stderr))  # fmt: skip
         if self.image_id(image) != wanted:
             raise StepError(owner, "ship", f"{self.label} holds another {image} after the load")
         return True
@@ -209,7 +209,8 @@ def parse_system_time(text: str) -> float | None:
     return stamp + (float(fraction) if fraction else 0.0)
 
 
-def tail(text: str, lines: int = 20) -> str:
+def tail_text(text: str, lines: int = 40) -> str:
+    """The last `lines` lines of a command's output."""
     return "\n".join(text.strip().splitlines()[-lines:])
 
 

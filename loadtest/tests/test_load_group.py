@@ -14,13 +14,10 @@ import os
 import random
 import shutil
 import statistics
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from loadtest.core.knobs import MERGEABLE_TOOLS, TOOLS
-from loadtest.host.ports import free_port
 from loadtest.measure.tools import get_tool
 from loadtest.measure.tools.base import PERCENTILES, HostExecutor, LoadResult, LoadSpec, ToolError
 from loadtest.measure.tools.group import (
@@ -36,6 +33,7 @@ from loadtest.measure.tools.oha import Oha
 from loadtest.measure.tools.oha import parse_output as parse_oha
 from loadtest.measure.tools.wrk import Wrk
 from loadtest.measure.tools.wrk import parse_output as parse_wrk
+from loadtest.tests.test_tool_executor import hello_server
 
 needs_wrk = pytest.mark.skipif(shutil.which("wrk") is None, reason="wrk not installed")
 needs_oha = pytest.mark.skipif(
@@ -46,33 +44,10 @@ needs_python3 = pytest.mark.skipif(
 )
 
 
-class Hello(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    # Head and body leave in two writes: without this, each keep-alive response
-    # would wait for the client's delayed ACK (~40 ms).
-    disable_nagle_algorithm = True
-
-    def do_GET(self):  # noqa: N802 (http.server's naming)
-        body = b"hello"
-        self.send_response(200)
-        self.send_header("Content-Type", "text/plain; charset=utf-8")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
-
-
 @pytest.fixture(scope="module")
 def server():
-    httpd = ThreadingHTTPServer(("127.0.0.1", free_port()), Hello)
-    httpd.daemon_threads = True
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}/"
-    httpd.shutdown()
-    httpd.server_close()
+    with hello_server() as url:
+        yield url
 
 
 def two_hosts() -> ClientGroup:

@@ -8,10 +8,12 @@ server on 127.0.0.1."""
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import subprocess
 import threading
 import time
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -28,6 +30,9 @@ needs_wrk = pytest.mark.skipif(shutil.which("wrk") is None, reason="wrk not inst
 
 class Hello(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # Head and body leave in two writes: without this, each keep-alive response
+    # would wait for the client's delayed ACK (~40 ms).
+    disable_nagle_algorithm = True
 
     def do_GET(self):  # noqa: N802 (http.server's naming)
         body = b"hello"
@@ -41,14 +46,24 @@ class Hello(BaseHTTPRequestHandler):
         pass
 
 
-@pytest.fixture
-def server():
+@contextlib.contextmanager
+def hello_server() -> Iterator[str]:
+    """A small HTTP server on 127.0.0.1 answering "hello"; yields its URL."""
     httpd = ThreadingHTTPServer(("127.0.0.1", free_port()), Hello)
+    httpd.daemon_threads = True
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}/"
-    httpd.shutdown()
-    httpd.server_close()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}/"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+@pytest.fixture
+def server():
+    with hello_server() as url:
+        yield url
 
 
 class RelocatedExecutor:
