@@ -20,8 +20,9 @@ from loadtest.bench.provenance import runtime_ran
 from loadtest.bench.record import foreign_load, limits
 from loadtest.core import slo
 from loadtest.core.knobs import SCENARIO_HEADERS, SCENARIOS
-from loadtest.core.verdict import NOISY_FOREIGN_PCT, WARMUP_WINDOW_S
+from loadtest.core.verdict import NOISY_FOREIGN_PCT, WARMUP_WINDOW_S, reconnects, uneven
 from loadtest.measure import steady, ttfb
+from loadtest.measure.fairness import FairnessSampler
 from loadtest.measure.metrics import UsageSampler, response_bytes
 from loadtest.measure.tools import get_tool
 from loadtest.measure.tools.base import LoadSpec, latency_key
@@ -240,6 +241,11 @@ class CaseRunner:
             # CPU used on the pinned cores by anything but the server and the tool.
             "foreign_load_pct": foreign,
             "noisy": any(v is not None and v > NOISY_FOREIGN_PCT for v in foreign.values()),
+            # How evenly the server served the connections, and whether it kept them
+            # (None where unread), with the verdicts on both.
+            "fairness": ran.fairness,
+            "uneven": uneven(ran.fairness),
+            "reconnects": reconnects(ran.fairness, k.keepalive if case.tool == "ab" else True),
             "response": self.response_bytes.get((case.stack, case.scenario)),
             "server_alive_after": alive,
             **first_byte,
@@ -265,16 +271,20 @@ class CaseRunner:
         self.bench.prioritize(server)  # workers forked since start get it too
         cpus = plan.server_cpus_for(self.bench.knobs, case.cores)
         sampler = usage_sampler(server, cpus, self.bench.knobs.client_cpus)
+        connections = fairness_sampler(server, spec)
         sampler.start()
+        if connections:
+            connections.start()
         try:
             result = run_load(get_tool(case.tool), spec, raw, self.bench.executor)
         finally:
             usage = sampler.stop()
+            fairness = connections.stop() if connections else None
         if isinstance(sampler, EngineStatsSampler):
             usage.cpu_active_pct = sampler.active_pct(
                 result.details.get("load_window_s", result.duration_s)
             )
-        return Ran(spec, result, usage, started_at)
+        return Ran(spec, result, usage, started_at, fairness.to_dict() if fairness else None)
 
     def sustainable(self, server, case: Case, peak: float) -> tuple[slo.SloResult, Ran]:
         """The sustainable-rate search (core/slo.py): constant-rate oha steps below the
@@ -337,6 +347,7 @@ class Ran:
     result: object  # the tool's LoadResult
     usage: object  # the server's and the cores' CPU (UsageSampler)
     started_at: str
+    fairness: dict | None = None  # how evenly its connections were served (measure/fairness.py)
 
 
 def usage_sampler(server, cpus: tuple[int, ...], client_cpus: tuple[int, ...]):
@@ -345,6 +356,14 @@ def usage_sampler(server, cpus: tuple[int, ...], client_cpus: tuple[int, ...]):
     if engine.remote:
         return EngineStatsSampler(engine, server.container_id)
     return UsageSampler(server.pids, cpus, client_cpus)
+
+
+def fairness_sampler(server, spec: LoadSpec) -> FairnessSampler | None:
+    """The connections' service, read where the server's sockets are: this machine."""
+    if getattr(server, "engine", LOCAL).remote or not spec.duration:
+        return None
+    port = urlsplit(spec.url).port
+    return FairnessSampler(port, spec.connections, spec.duration) if port else None
 
 
 def percentile_ms(result, percent: float) -> float | None:

@@ -97,6 +97,19 @@ def status_line(record: dict, position: str, sweep: bool) -> str:
         flag += f"  [bold magenta]NOT-STEADY[/] ({steady_reason(record)})"
     if record["shared_cores"]:
         flag += "  [bold yellow]SHARED CORES[/] (server and tool on the same cores)"
+    if record.get("uneven"):
+        fair = record["fairness"]
+        flag += (
+            f"  [bold magenta]UNEVEN[/] (per half-second, connections got "
+            f"{fair['min_share']:.2f}x to {fair['max_share']:.1f}x an even split of the "
+            "requests: the latency tail is connections left waiting)"
+        )
+    if record.get("reconnects"):
+        renewed = record["fairness"]["renewed_share"]
+        flag += (
+            f"  [bold magenta]RECONNECTS[/] (the server closed kept-alive connections: "
+            f"{renewed:.0%} of them new every half-second; the figure includes TCP handshakes)"
+        )
     if record["noisy"]:
         foreign = record["foreign_load_pct"]
         flag += (

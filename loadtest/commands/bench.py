@@ -135,6 +135,10 @@ def print_summary(bench: Bench) -> None:
             cell = f"{row['rps_median']:,.0f} {limited_by(row)}" if row else "-"
             if row and row.get("not_steady_runs"):
                 cell += " NOT-STEADY"
+            if row and row.get("uneven_runs"):
+                cell += " UNEVEN"
+            if row and row.get("reconnect_runs"):
+                cell += " RECONNECTS"
             cells.append(cell)
         name = next(r["display_name"] for r in rows if r["stack"] == stack)
         table.add_row(escape(name), *cells)

@@ -92,6 +92,26 @@ STEADY_MIN_WINDOWS = 2
 DRIFT_BOUND = 0.15
 DRIFT_T = 3.0
 
+# UNEVEN: in the half-second windows of a measurement (measure/fairness.py),
+# the least-served connection got under half of its even part of the
+# window's requests, or the most-served over twice its part, in the median
+# window. Fair servers stay within 0.8-1.25 (64 connections on one core, run
+# 20261126-074353: gin 0.96-1.03, meinheld 0.89-1.01, flask-pypy 0.95-1.24,
+# nginx 0.84-1.05); gunicorn's gevent worker on CPython gave 0.50 and 3.8
+# (worst window 0.095), with a p99 20 times its p50. The latency percentiles
+# of an uneven measurement describe connections left waiting, not the
+# server's pace.
+UNEVEN_MIN_SHARE = 0.5
+UNEVEN_MAX_SHARE = 2.0
+# RECONNECTS: of the connections at the end of a half-second window, more than
+# 10% were new since its start, in the median window, under a tool that keeps
+# its connections alive. The server closed them (cheroot beyond 10 idle
+# keep-alive connections: all 64 renewed in every window at 64 connections),
+# so the figure includes a TCP handshake for many of its requests. A
+# keep-alive load renews none; 10% leaves room for a connection lost at the
+# edge of a window.
+RENEWED_SHARE = 0.10
+
 # Tools whose mean latency includes back-filled (never measured) requests.
 LATENCY_BACKFILLED = ("wrk",)
 
@@ -245,3 +265,15 @@ def neither_cause(f: Figures, ratio: float | None, facts: str) -> tuple[str, str
     if mean is not None:
         return "concurrency", f"{f.connections} connections, {mean:.2f} ms per round trip; {facts}"
     return "unknown", facts
+
+
+def uneven(fairness: dict | None) -> bool:
+    """Whether the server served its connections unevenly (UNEVEN_* above)."""
+    if not fairness or not fairness.get("windows"):
+        return False
+    return fairness["min_share"] < UNEVEN_MIN_SHARE or fairness["max_share"] > UNEVEN_MAX_SHARE
+
+
+def reconnects(fairness: dict | None, keepalive: bool) -> bool:
+    """Whether the server closed connections a keep-alive load kept (RENEWED_SHARE)."""
+    return bool(keepalive and fairness and fairness["renewed_share"] > RENEWED_SHARE)

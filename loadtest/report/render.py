@@ -55,6 +55,18 @@ STEADY_NOTE = (
     "the second half of the run (loopback bytes per window), or whose warm-up did not settle "
     "within its bound: a JIT still compiling, a cache filling, a server degrading."
 )
+UNEVEN_NOTE = (
+    "UNEVEN marks a case whose server served its connections unevenly: in the median "
+    "half-second window one connection got under half of an even split of the requests, or "
+    "one over twice as much (kernel counters per connection, loadtest/measure/fairness.py). "
+    "Its latency percentiles describe connections left waiting, not the server's pace."
+)
+RECONNECTS_NOTE = (
+    "RECONNECTS marks a case whose server closed connections the load tool kept alive: in "
+    "the median half-second window more than 10% of the connections were new. The figure "
+    "then includes a TCP handshake for many of its requests (cheroot, for one, closes "
+    "keep-alive connections beyond 10 idle ones)."
+)
 SHARED_NOTE = (
     "SHARED CORES marks a case whose server cores include the load tool's (e.g. 2 server "
     "cores on a 2-core host): server and client compete, so such figures are lower bounds."
@@ -100,6 +112,10 @@ def table_cells(row: dict) -> list[str]:
         flags.append("SHARED CORES")
     if row.get("not_steady_runs"):
         flags.append(f"NOT-STEADY ({row['not_steady_runs']}/{row['runs']})")
+    if row.get("uneven_runs"):
+        flags.append(f"UNEVEN ({row['uneven_runs']}/{row['runs']})")
+    if row.get("reconnect_runs"):
+        flags.append(f"RECONNECTS ({row['reconnect_runs']}/{row['runs']})")
     cv = f"{row['rps_cv'] * 100:.1f}%" if row["rps_cv"] is not None else "-"
     share = f"{row['share_of_ceiling'] * 100:.0f}%" if row["share_of_ceiling"] else "-"
     if row.get("ceiling_invalid"):
@@ -266,6 +282,10 @@ def extra_notes(rows: list[dict]) -> list[str]:
         notes.append(SHARED_NOTE)
     if any(r.get("not_steady_runs") for r in rows):
         notes.append(STEADY_NOTE)
+    if any(r.get("uneven_runs") for r in rows):
+        notes.append(UNEVEN_NOTE)
+    if any(r.get("reconnect_runs") for r in rows):
+        notes.append(RECONNECTS_NOTE)
     if any(r["tool"] == "h2load" for r in rows):
         notes.append(H2LOAD_NOTE)
     return notes

@@ -37,7 +37,7 @@ COLUMNS = [
     "server_cpu_mean_pct", "server_cpu_peak_pct", "rss_peak_mb",
     "tool_cpu_pct", "client_bound_runs", "noisy_runs",
     "verdict", "cause", "verdict_runs", "server_cpu_active_pct", "little_ratio",
-    "not_steady_runs", "drift", "warmup_s", "ceiling_rps", "share_of_ceiling", "ceiling_invalid",
+    "not_steady_runs", "uneven_runs", "reconnect_runs", "drift", "warmup_s", "ceiling_rps", "share_of_ceiling", "ceiling_invalid",
     *TTFB_KEYS, *SLO_COLUMNS, "problems",
 ]  # fmt: skip
 
@@ -152,6 +152,8 @@ def aggregate(group: list[dict]) -> dict:
     row["server_cpu_active_pct"] = _round(_median(r["server"].get("cpu_active_pct") for r in ok), 1)
     row["little_ratio"] = _round(_median(r.get("little_ratio") for r in ok), 3)
     row["not_steady_runs"] = sum(1 for r in ok if r.get("not_steady"))
+    row["uneven_runs"] = sum(1 for r in ok if r.get("uneven"))
+    row["reconnect_runs"] = sum(1 for r in ok if r.get("reconnects"))
     row["drift"] = _round(_median(r.get("drift") for r in ok), 4)
     row["warmup_s"] = _round(_max(r.get("warmup_s") for r in ok), 1)
     problems = sorted({r.get("problem") for r in group if r.get("problem")})
