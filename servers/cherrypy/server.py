@@ -29,6 +29,12 @@ NUMTHREADS = 10
 # connections in bursts. 2048 matches gunicorn's default and the other
 # Python stacks (the kernel caps it at net.core.somaxconn).
 LISTEN_BACKLOG = 2048
+# cheroot closes a keep-alive connection after its response when 10 or more
+# connections already wait in its selector (keep_alive_conn_limit, default
+# 10), so beyond 10 clients most requests pay a new TCP connection. 1000
+# idle connections cost a selector entry each, not a thread; it matches the
+# 1000 connections a gunicorn worker holds. README.md has the measurement.
+KEEP_ALIVE_CONN_LIMIT = 1000
 
 
 def main() -> int:
@@ -41,6 +47,7 @@ def main() -> int:
         numthreads=NUMTHREADS,
         request_queue_size=LISTEN_BACKLOG,
     )
+    server.keep_alive_conn_limit = KEEP_ALIVE_CONN_LIMIT
     # SIGTERM stops the server like Ctrl-C: KeyboardInterrupt in the main
     # thread ends server.start(), then server.stop() closes the socket and
     # lets the threads finish the requests in flight.
