@@ -184,6 +184,8 @@ class CaseRunner:
         shared = bool(set(cpus) & set(k.client_cpus))
         tool_used = result.tool_cpu_s / result.wall_s if result.wall_s else 0
         foreign = foreign_load(usage, tool_used, k, cpus)
+        # Only ab may run without keep-alive (a profile's `keepalive`); the others always keep it.
+        keepalive = k.keepalive if case.tool == "ab" else True
         # Fresh connections tell something even when the load failed (one request each).
         first_byte = self.ttfb(server, case) if server.is_alive() else {}
         record = {
@@ -230,7 +232,7 @@ class CaseRunner:
             "threads": k.threads if case.tool in ("wrk", "h2load") else None,
             "headers": dict(case.headers),
             "duration_s": k.duration,
-            "keepalive": k.keepalive if case.tool == "ab" else True,
+            "keepalive": keepalive,
             "started_at": started_at,
             "result": result.to_dict(),
             "server": usage.to_dict(),
@@ -245,7 +247,7 @@ class CaseRunner:
             # (None where unread), with the verdicts on both.
             "fairness": ran.fairness,
             "uneven": uneven(ran.fairness),
-            "reconnects": reconnects(ran.fairness, k.keepalive if case.tool == "ab" else True),
+            "reconnects": reconnects(ran.fairness, keepalive),
             "response": self.response_bytes.get((case.stack, case.scenario)),
             "server_alive_after": alive,
             **first_byte,

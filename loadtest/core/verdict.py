@@ -95,10 +95,11 @@ DRIFT_T = 3.0
 # UNEVEN: in the half-second windows of a measurement (measure/fairness.py),
 # the least-served connection got under half of its even part of the
 # window's requests, or the most-served over twice its part, in the median
-# window. Fair servers stay within 0.8-1.25 (64 connections on one core, run
-# 20261126-074353: gin 0.96-1.03, meinheld 0.89-1.01, flask-pypy 0.95-1.24,
-# nginx 0.84-1.05); gunicorn's gevent worker on CPython gave 0.50 and 3.8
-# (worst window 0.095), with a p99 20 times its p50. The latency percentiles
+# window. Fair servers stay within 0.8-1.25 (hello at 64 connections on one
+# core, run 20261126-080301-quick in docs/measurements: gin 0.95-1.04,
+# meinheld 0.82-1.02, flask-pypy 0.94-1.24, nginx 0.88-1.05); gunicorn's
+# gevent worker on CPython gave 0.22 and 4.4 (worst window 0.06), with a p99
+# 16 times its p50 (docs/measurements/connection-fairness.md). The latency percentiles
 # of an uneven measurement describe connections left waiting, not the
 # server's pace.
 UNEVEN_MIN_SHARE = 0.5

@@ -97,18 +97,19 @@ def test_reconnects_only_when_the_load_meant_to_keep_its_connections():
     assert not reconnects(None, keepalive=True)
 
 
-def answer(conn: socket.socket) -> bool:
-    """Answers every complete request read from `conn`; False when it closed."""
+def answer(conn: socket.socket) -> bool | None:
+    """Answers every complete request read from `conn`: True when it answered, None
+    when no request was there yet, False when the connection closed."""
     try:
         data = conn.recv(65536)
-    except BlockingIOError:
+        if not data:
+            return False
+        conn.sendall(RESPONSE * max(1, data.count(b"\r\n\r\n")))
         return True
+    except (BlockingIOError, TimeoutError):
+        return None
     except OSError:
         return False
-    if not data:
-        return False
-    conn.sendall(RESPONSE * max(1, data.count(b"\r\n\r\n")))
-    return True
 
 
 def serve(listener: socket.socket, eager: bool, stop: threading.Event, closing: bool) -> None:
@@ -123,7 +124,7 @@ def serve(listener: socket.socket, eager: bool, stop: threading.Event, closing: 
                 selector.register(conn, selectors.EVENT_READ)
                 continue
             conn = key.fileobj
-            alive = answer(conn)
+            alive = answer(conn) is not False
             if alive and eager:
                 alive = keep_serving(conn)
             served[conn] = served.get(conn, 0) + 1
@@ -140,16 +141,12 @@ def keep_serving(conn: socket.socket) -> bool:
     end = time.monotonic() + EAGER_TURN_S
     try:
         while time.monotonic() < end:
-            try:
-                data = conn.recv(65536)
-            except TimeoutError:
+            answered = answer(conn)
+            if answered is None:  # no next request within the timeout
                 return True
-            if not data:
+            if not answered:
                 return False
-            conn.sendall(RESPONSE * max(1, data.count(b"\r\n\r\n")))
         return True
-    except OSError:
-        return False
     finally:
         if conn.fileno() != -1:
             conn.setblocking(False)
