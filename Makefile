@@ -42,10 +42,13 @@ NET_DELAY ?=
 NET_LOSS ?=
 RUN ?=
 RUNS ?=
-# OFFLINE=1: no package registry is contacted, every build uses MIRROR (docs/offline.md).
+# Package families from the mirror (docs/offline.md): OFFLINE=1 all, OFFLINE=pypi,maven
+# some; unset, each registry is probed and one that does not answer is read from MIRROR.
 OFFLINE ?=
 MIRROR ?=
 export OFFLINE MIRROR
+# make mirror: CPython versions to fetch the Python lock files' files for, besides this one's.
+PYTHON_VERSIONS ?=
 
 # Forward only the knobs that were set, as --knob value.
 knob = $(if $(strip $($(1))),--$(2) '$(strip $($(1)))')
@@ -69,7 +72,8 @@ help: ## List every target with one line each
 	@echo "         DURATION WARMUP REPEAT SERVER_CPUS CLIENT_CPUS SERVER_CPU_QUOTA SERVER_MEMORY"
 	@echo "         RATE TOOL SEED PRIORITY TIMEOUT FRONT=none|nginx|apache TTFB SERVER_CORES"
 	@echo "         HTTP=2|1.1 SLO_P99_MS SLO_PERCENTILE RESUME RUN RUNS"
-	@echo "  OFFLINE=1 [MIRROR=DIR]: any target without a package registry, from make mirror's files"
+	@echo "  OFFLINE=1|pypi,maven,... [MIRROR=DIR]: all or some package families from make mirror's"
+	@echo "          files; unset, a registry that does not answer in 3 s is read from the mirror"
 	@echo "  SERVER_HOST=ctx|ssh://u@h CLIENT_HOSTS=a,b (RUNNER=docker): stacks and load on other"
 	@echo "          machines' Docker engines, over SSH (docs/remote.md); NET_DELAY NET_LOSS: test hosts"
 	@echo "  RUNNER: make bench uses Docker when a daemon answers (and Compose v2 is present),"
@@ -191,8 +195,8 @@ lock: ## Re-lock requirements-dev.txt (with hashes) from requirements-dev.in
 		--output-file requirements-dev.txt requirements-dev.in
 
 .PHONY: mirror
-mirror: bootstrap ## Fill the package mirror (.cache/mirror/ or MIRROR=DIR) for OFFLINE=1: make mirror [SERVERS=gin,sanic]
-	@$(HARNESS) mirror $(call knob,SERVERS,servers)
+mirror: bootstrap ## Fill the package mirror (.cache/mirror/ or MIRROR=DIR): make mirror [SERVERS=gin,sanic] [PYTHON_VERSIONS=3.11,3.13]
+	@$(HARNESS) mirror $(call knob,SERVERS,servers) $(call knob,PYTHON_VERSIONS,python-versions)
 
 .PHONY: clean
 clean: ## Remove build outputs (.build/); keeps results/ and .venv

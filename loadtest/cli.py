@@ -24,9 +24,10 @@ from loadtest.commands import (
     soak,
     stacks,
 )
-from loadtest.core import mirror as package_mirror
 from loadtest.core.errors import StepError
 from loadtest.core.manifest import ManifestError
+from loadtest.core.mirror import OfflineChoiceError
+from loadtest.host import registries
 
 COMMANDS = (
     stacks, check, serve, bench, report, compare, scaffold, labs, hostile, soak, docker, mirror,
@@ -44,8 +45,13 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    # OFFLINE=1: every package manager this process starts uses the mirror, and only it.
-    package_mirror.apply_offline_env()
+    # Each package family from its registry or the mirror (OFFLINE, else a probe of
+    # each registry, printed): the package managers this process starts follow it.
+    try:
+        registries.apply_offline_env(report=registries.say)
+    except OfflineChoiceError as exc:
+        print(exc, file=sys.stderr)
+        return 2
     try:
         return args.func(args)
     except (StepError, ManifestError) as exc:

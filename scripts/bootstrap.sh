@@ -10,9 +10,12 @@
 # - The tooling venv .venv from the lock file requirements-dev.txt
 #   (hash-checked).
 #
-# OFFLINE=1 (docs/offline.md): no registry is contacted. Missing Debian
-# packages are listed, not installed (what needs them is skipped later), and
-# the venv is installed from the mirror (MIRROR, default .cache/mirror/).
+# Each package family comes from its registry or from the mirror (MIRROR,
+# default .cache/mirror/): as OFFLINE says (1: all, or a list such as
+# pypi,maven), else as a quick probe of each registry finds, printed here once
+# (docs/offline.md). The venv comes from the mirror when pypi does. With
+# OFFLINE=1 no registry is contacted: missing Debian packages are listed, not
+# installed (what needs them is skipped later).
 #
 # Safe to run again: it installs only what is missing and reinstalls the venv
 # only when the lock file changed. Language toolchains (Go, JDK, Maven,
@@ -28,9 +31,10 @@ APT_BASE=(wrk apache2-utils nginx-light apache2 chromium util-linux procps iprou
 
 say() { printf '[bootstrap] %s\n' "$*"; }
 
-# OFFLINE=1 (or true): every package manager is pointed at the mirror and
-# OFFLINE becomes 1; online this sets nothing.
-eval "$(cd "$REPO_ROOT" && "$PYTHON" -m loadtest.core.mirror shell-env)"
+# OFFLINE made explicit (the probe's answer when it was unset) and each
+# offline family's package manager pointed at the mirror.
+env_lines="$(cd "$REPO_ROOT" && "$PYTHON" -m loadtest.host.registries shell-env)" || exit 2
+eval "$env_lines"
 
 manifest_apt_packages() {
   # [native].apt lists from every servers/*/server.toml, read with tomllib.
@@ -96,12 +100,15 @@ install_venv() {
   if [[ -f "$stamp" && "$(cat "$stamp")" == "$digest" ]]; then
     return # up to date
   fi
-  say "creating tooling venv in .venv ($("$PYTHON" --version))"
+  local source=registry
+  [[ -n "${PIP_NO_INDEX:-}" ]] && source="mirror $PIP_FIND_LINKS"
+  say "creating tooling venv in .venv ($("$PYTHON" --version), packages from the $source)"
   rm -rf "$VENV"
   "$PYTHON" -m venv "$VENV"
   "$VENV/bin/pip" install -q --require-hashes -r "$lock" || {
-    [[ "${OFFLINE:-}" == 1 ]] && say "OFFLINE=1: the mirror $PIP_FIND_LINKS lacks packages of" \
-      "requirements-dev.txt; fill it with make mirror on a connected machine (docs/offline.md)"
+    [[ -n "${PIP_NO_INDEX:-}" ]] && say "pypi from the mirror (OFFLINE=$OFFLINE): $PIP_FIND_LINKS lacks" \
+      "packages of requirements-dev.txt; fill it with make mirror on a connected machine," \
+      "or point MIRROR at one that has them (docs/offline.md)"
     rm -rf "$VENV"
     exit 1
   }

@@ -9,8 +9,10 @@ set -uo pipefail
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$REPO_ROOT"
 PY="$REPO_ROOT/.venv/bin/python"
-# OFFLINE=1: every stage builds from the mirror only (docs/offline.md); online this sets nothing.
-eval "$("$PY" -m loadtest.core.mirror shell-env)"
+# Each package family from its registry or the mirror, as bootstrap chose and printed
+# (OFFLINE, else a probe of each registry; docs/offline.md): made explicit for every stage.
+env_lines="$("$PY" -m loadtest.host.registries shell-env)" || exit 2
+eval "$env_lines"
 rm -f .build/last-check.json .build/last-stack-tests.json .build/last-remote-smoke.json
 
 declare -a PASSED=() FAILED=() SKIPPED=()
@@ -94,8 +96,9 @@ fi
 # last and only while the run is within budget, so that a slow machine still
 # finishes well inside CI's limit; a skip is listed below like any other.
 DOCKER_SMOKE_START_BUDGET_S=${DOCKER_SMOKE_START_BUDGET_S:-3300}
-if [[ "${OFFLINE:-}" == 1 ]]; then
-  skip docker-smoke "OFFLINE=1: the images fetch their packages from the registries while they build"
+docker_unavailable="$("$PY" -m loadtest docker preflight)"
+if [[ -n "$docker_unavailable" ]]; then
+  skip docker-smoke "$docker_unavailable"
 elif ((SECONDS > DOCKER_SMOKE_START_BUDGET_S)); then
   skip docker-smoke "time budget: ${SECONDS} s used, more than ${DOCKER_SMOKE_START_BUDGET_S} s before it"
 else
@@ -106,8 +109,8 @@ fi
 # sshd and dockerd), load from two others, over Docker contexts. After the
 # Docker smoke, whose images it ships; within its own budget like it.
 REMOTE_SMOKE_START_BUDGET_S=${REMOTE_SMOKE_START_BUDGET_S:-3000}
-if [[ "${OFFLINE:-}" == 1 ]]; then
-  skip remote-smoke "OFFLINE=1: the images fetch their packages from the registries while they build"
+if [[ -n "$docker_unavailable" ]]; then
+  skip remote-smoke "$docker_unavailable"
 elif [[ $(id -u) -ne 0 ]]; then
   skip remote-smoke "needs root: network namespaces, sshd and dockerd per test host"
 elif ((SECONDS > REMOTE_SMOKE_START_BUDGET_S)); then

@@ -20,7 +20,6 @@ from pathlib import Path
 
 from loadtest.bench.results import RESULTS_FILE, RESULTS_ROOT, read_records
 from loadtest.core import manifest as manifests
-from loadtest.core import mirror
 from loadtest.core.errors import StepError
 from loadtest.core.knobs import parse_cpus, parse_memory, split_list
 from loadtest.core.manifest import REPO_ROOT
@@ -29,11 +28,11 @@ from loadtest.runners import compose as compose_file
 from loadtest.runners.conformance import check_stack, summary_table, write_outcomes
 from loadtest.runners.container import compose_args, docker
 from loadtest.runners.docker import (
-    OFFLINE_PROBLEM,
     DockerRunner,
     DockerServer,
     compose_problem,
     daemon_problem,
+    offline_problem,
 )
 from loadtest.runners.engine import Engine
 from loadtest.runners.loadgen import LoadgenClient
@@ -110,12 +109,31 @@ def smoke(servers: list[str] | None, bench: bool = True) -> int:
         return smoke_steps(servers, bench) if ready else 1
 
 
+def smoke_unavailable_reason() -> str | None:
+    """Why this machine cannot run the Docker smoke at all, or None: checked before
+    anything is installed or started, so that `make test` can list it as a skip."""
+    if problem := offline_problem():
+        return problem
+    if shutil.which("docker") is None and os.geteuid() != 0:
+        return "docker CLI not found, and installing Debian's docker.io needs root"
+    compose_here = shutil.which("docker") is not None and compose_problem() is None
+    if not compose_here and shutil.which("go") is None:
+        return ("Compose v2 is not installed and go is not found to build it "
+                "(scripts/install-compose.sh)")  # fmt: skip
+    return None
+
+
+def cmd_preflight(args: argparse.Namespace) -> int:
+    print(smoke_unavailable_reason() or "")
+    return 0
+
+
 @contextlib.contextmanager
 def local_daemon(who: str) -> Iterator[bool]:
     """This machine's Docker daemon and Compose v2 for a smoke: yields whether they are
     there; a daemon started here is stopped again at the end, by PID."""
-    if mirror.is_offline():
-        print(f"{who}: {OFFLINE_PROBLEM}", file=sys.stderr)
+    if problem := offline_problem():
+        print(f"{who}: {problem}", file=sys.stderr)
         yield False
         return
     if compose_problem() and shutil.which("docker"):
@@ -308,6 +326,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     smoke_cmd.add_argument("--no-bench", action="store_true")
     smoke_cmd.set_defaults(func=cmd_smoke)
+    actions.add_parser(
+        "preflight", help="print why the Docker smoke cannot run here (nothing when it can)"
+    ).set_defaults(func=cmd_preflight)
     build_cmd = actions.add_parser(
         "build", help="build stack images (and loadgen) with docker compose"
     )

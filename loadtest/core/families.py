@@ -20,24 +20,27 @@ class Family:
     marker: str  # a glob that identifies the family in a stack's folder
     test: str | None  # default command for the stack's own tests
     tested_by: str | None  # or the `make test` stage that runs them instead
+    registry: str | None = None  # the package family it fetches from (core/mirror.FAMILIES)
 
 
 FAMILIES = (
-    Family("go", "go.mod", "go vet ./... && go test -count=1 ./...", None),
+    Family("go", "go.mod", "go vet ./... && go test -count=1 ./...", None, "go"),
     Family(
         "maven",
         "pom.xml",
         None,
         "the java-unit stage (servers/_shared/java/pom.xml builds and tests every JVM stack)",
+        "maven",
     ),
     Family(
         "python",
         "*requirements*.txt",
         None,
         "the python-unit stage (pytest over the stack's tests/ folder)",
+        "pypi",
     ),
-    Family("npm", "package.json", "node --test", None),
-    Family("cargo", "Cargo.toml", "cargo test --locked", None),
+    Family("npm", "package.json", "node --test", None, "npm"),
+    Family("cargo", "Cargo.toml", "cargo test --locked", None, "cargo"),
 )
 # A stack without a package manager of its own is made of Debian packages
 # (nginx-static, apache-static): its [native] apt list is what it runs.

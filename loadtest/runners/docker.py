@@ -38,6 +38,7 @@ from loadtest.core import mirror
 from loadtest.core.errors import StepError
 from loadtest.core.manifest import REPO_ROOT, Manifest
 from loadtest.core.runner import Limits
+from loadtest.host import registries
 from loadtest.host import tls as tls_files
 from loadtest.host.ports import free_port, port_in_use
 from loadtest.runners import compose as compose_file
@@ -60,17 +61,23 @@ HOST_CA = Path("/etc/ssl/certs/ca-certificates.crt")
 
 
 # The images install their packages while they build (pip, go, Maven, npm,
-# cargo inside the Dockerfiles), straight from the registries.
+# cargo, NuGet inside the Dockerfiles), straight from the registries.
 OFFLINE_PROBLEM = (
-    "OFFLINE=1: the images fetch their packages from the registries while they build, "
+    "{offline}: the images fetch their packages from the registries while they build, "
     "and the mirror does not serve them; RUNNER=native (docs/offline.md)"
 )
 
 
+def offline_problem() -> str | None:
+    """Why the images cannot be built here for want of a registry, or None."""
+    families = registries.offline_families()
+    return OFFLINE_PROBLEM.format(offline=mirror.described(families)) if families else None
+
+
 def daemon_problem() -> str | None:
     """None when a Docker daemon answers and may be used, else why not."""
-    if mirror.is_offline():
-        return OFFLINE_PROBLEM
+    if problem := offline_problem():
+        return problem
     if shutil.which("docker") is None:
         return "docker CLI not found (Debian: apt-get install docker.io)"
     try:

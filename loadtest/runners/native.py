@@ -16,9 +16,11 @@ import subprocess
 from pathlib import Path
 
 from loadtest.core import mirror
+from loadtest.core.families import family_of
 from loadtest.core.errors import StepError
 from loadtest.core.manifest import CALENDAR_FILE, REPO_ROOT, REPO_SERVERS_DIR, Manifest, load
 from loadtest.core.runner import Limits
+from loadtest.host import registries
 from loadtest.host.cgroups import CgroupLimits, LimitsUnavailable
 from loadtest.host.ports import port_in_use
 from loadtest.host.process import ProcessGroupServer, spawn_group, tail
@@ -90,7 +92,8 @@ class NativeRunner:
         missing = [tool for tool in manifest.native["requires"] if not shutil.which(tool)]
         if missing:
             return f"toolchain not found: {', '.join(missing)}"
-        if mirror.is_offline() and self.needs_build(manifest):
+        registry = family_of(manifest.folder).registry
+        if registry and registries.is_offline(registry) and self.needs_build(manifest):
             return offline_problem(manifest, mirror.mirror_dir())
         return None
 

@@ -12,22 +12,34 @@ on purpose: a package taken out of the mirror is named, and only it.
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
+import http.server
 import json
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
+import tarfile
+import threading
+import time
+import zipfile
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
+from loadtest.commands import mirror as fill
+from loadtest.commands.mirror import TOOLING_PIP
 from loadtest.core import mirror
 from loadtest.core.manifest import REPO_ROOT
+from loadtest.host import registries
 from loadtest.runners import offline
 from loadtest.runners.choose import choose_runner
 from loadtest.runners.docker import daemon_problem
+from loadtest.runners.native import NativeRunner
 from loadtest.tests.test_scaffold import repo_copy
 
 SHA = "a" * 64
@@ -42,14 +54,23 @@ def write(path: Path, text: str | bytes) -> Path:
     return path
 
 
-# -- the switch and the variables -----------------------------------------------------
+# -- the choice of each family, and the variables ---------------------------------------
 
 
-def test_offline_is_off_unless_asked_and_the_shell_gets_nothing_then():
-    assert not mirror.is_offline({})
-    assert not mirror.is_offline({"OFFLINE": "0"})
-    assert mirror.is_offline({"OFFLINE": "true"}) and mirror.is_offline({"OFFLINE": "1"})
-    assert mirror.shell_env({}) == ""
+def test_offline_names_all_none_or_some_families_and_anything_else_is_refused():
+    assert mirror.parse_offline("") is None  # the probe decides
+    assert mirror.parse_offline("1") == mirror.parse_offline("true") == set(mirror.FAMILIES)
+    assert mirror.parse_offline("0") == mirror.parse_offline("none") == set()
+    assert mirror.parse_offline("pypi, Maven") == {"pypi", "maven"}
+    with pytest.raises(mirror.OfflineChoiceError, match="python is not a package family"):
+        mirror.parse_offline("python,go")
+    assert mirror.canonical(frozenset(mirror.FAMILIES)) == "1"
+    assert mirror.canonical(frozenset({"maven", "pypi"})) == "pypi,maven"
+    assert mirror.canonical(frozenset()) == "0"
+    assert not registries.is_offline("pypi", {"OFFLINE": "0"})
+    some = {"OFFLINE": "pypi"}
+    assert registries.is_offline("pypi", some) and not registries.is_offline("npm", some)
+    assert registries.is_offline(env={"OFFLINE": "true"}) and not registries.is_offline(env=some)
 
 
 def test_every_package_manager_is_pointed_at_the_mirror_and_only_at_it(tmp_path):
@@ -58,9 +79,18 @@ def test_every_package_manager_is_pointed_at_the_mirror_and_only_at_it(tmp_path)
     assert env["GOPROXY"] == f"file://{tmp_path}/go/cache/download"
     assert env["MAVEN_ARGS"].split()[0] == "--offline"
     assert env["npm_config_offline"] == "true" and env["CARGO_NET_OFFLINE"] == "true"
-    shell = mirror.shell_env({"OFFLINE": "yes", "MIRROR": str(tmp_path)})
+    assert env["RestoreSources"] == str(tmp_path / "nuget")
+    shell = registries.shell_env({"OFFLINE": "yes", "MIRROR": str(tmp_path)})
     exported = dict(line[len("export ") :].split("=", 1) for line in shell.splitlines())
     assert exported["OFFLINE"] == "1" and exported["CARGO_HOME"] == str(tmp_path / "cargo")
+
+
+def test_a_family_left_online_keeps_its_registry_and_none_offline_exports_no_mirror(tmp_path):
+    env = mirror.registry_env(tmp_path, frozenset({"pypi", "cargo"}))
+    assert env["OFFLINE"] == "pypi,cargo" and env["PIP_NO_INDEX"] == "1"
+    assert "CARGO_HOME" in env
+    assert not {"GOPROXY", "MAVEN_ARGS", "npm_config_offline", "RestoreSources"} & set(env)
+    assert mirror.registry_env(tmp_path, frozenset()) == {"OFFLINE": "0"}
 
 
 def test_offline_the_docker_path_is_refused_with_the_reason_and_auto_goes_native(monkeypatch):
@@ -68,6 +98,179 @@ def test_offline_the_docker_path_is_refused_with_the_reason_and_auto_goes_native
     assert "OFFLINE=1" in daemon_problem()
     runner, why = choose_runner("auto", probe=daemon_problem)
     assert runner == "native" and "OFFLINE=1" in why
+    monkeypatch.setenv("OFFLINE", "maven,pypi")
+    assert "OFFLINE=pypi,maven (maven and pypi from the mirror)" in daemon_problem()
+
+
+# -- the probe: a registry that answers, one that never does, one that refuses ---------
+
+
+@pytest.fixture
+def endpoints():
+    """Three local endpoints: an HTTP server, a socket that accepts and never answers,
+    and a closed port."""
+    handler = http.server.SimpleHTTPRequestHandler
+    answering = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=answering.serve_forever, daemon=True).start()
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))
+    closed_port = closed.getsockname()[1]
+    closed.close()
+    yield {
+        "answers": f"http://127.0.0.1:{answering.server_address[1]}/",
+        "silent": f"http://127.0.0.1:{silent.getsockname()[1]}/",
+        "refused": f"http://127.0.0.1:{closed_port}/",
+    }
+    answering.shutdown()
+    silent.close()
+
+
+def test_the_probe_tells_a_registry_that_answers_from_one_that_hangs_or_refuses(endpoints):
+    answered, why = registries.probe_registry(endpoints["answers"], timeout=2)
+    assert answered and "answered in" in why
+    started = time.monotonic()
+    answered, why = registries.probe_registry(endpoints["silent"], timeout=0.5)
+    assert not answered and "did not answer in 0.5 s" in why
+    assert time.monotonic() - started < 2  # bounded: it never hangs a run
+    answered, why = registries.probe_registry(endpoints["refused"], timeout=2)
+    assert not answered and "refused" in why.lower()
+
+
+def test_without_offline_each_family_follows_its_probe_and_the_choice_is_printed_once(
+    endpoints, tmp_path, monkeypatch
+):
+    monkeypatch.setattr(registries, "PROBE_FILE", tmp_path / "registries.json")
+    monkeypatch.setattr(registries, "PROBE_TIMEOUT_S", 0.5)
+    env = {"MIRROR": str(tmp_path / "mirror")}
+    for family in mirror.FAMILIES:
+        env[mirror.PROBE_OVERRIDE.format(family.upper())] = endpoints["refused"]
+    env["SERVERLAB_REGISTRY_NPM"] = endpoints["answers"]
+    env["SERVERLAB_REGISTRY_NUGET"] = endpoints["answers"]
+    env["SERVERLAB_REGISTRY_GO"] = endpoints["silent"]
+    lines: list[str] = []
+    shell = registries.shell_env(env, report=lines.append)
+    exported = dict(line[len("export ") :].split("=", 1) for line in shell.splitlines())
+    assert exported["OFFLINE"] == "pypi,go,maven,cargo"
+    assert "PIP_NO_INDEX" in exported and "npm_config_offline" not in exported
+    assert "RestoreSources" not in exported
+    assert len(lines) == len(mirror.FAMILIES)
+    assert next(l for l in lines if l.startswith("go:")).startswith("go: mirror (registry ")
+    assert "did not answer in 0.5 s" in next(l for l in lines if l.startswith("go:"))
+    assert next(l for l in lines if l.startswith("npm:")).startswith("npm: registry (")
+    # The same make run's next command takes the saved answer, silently.
+    again: list[str] = []
+    assert registries.shell_env(env, report=again.append) == shell and again == []
+    # An explicit choice probes nothing.
+    assert registries.offline_families({**env, "OFFLINE": "npm"}) == {"npm"}
+
+
+def test_an_unknown_family_stops_the_shell_with_the_reason():
+    result = subprocess.run([sys.executable, "-m", "loadtest.host.registries", "shell-env"],
+                            cwd=REPO_ROOT, env={**os.environ, "OFFLINE": "pip"},
+                            capture_output=True, text=True)  # fmt: skip
+    assert result.returncode == 2 and "pip is not a package family" in result.stderr
+    assert result.stdout == ""
+
+
+# -- a mirror handed out read-only, with a packed part ---------------------------------
+
+
+def test_a_read_only_mirror_with_a_packed_part_is_used_through_a_writable_copy(tmp_path):
+    handed = tmp_path / "shared"
+    write(handed / "pypi" / "demo-1.0-py3-none-any.whl", b"wheel")
+    packed_from = tmp_path / "pack"
+    write(packed_from / "maven" / "org" / "demo" / "demo-1.pom", "<project/>")
+    write(packed_from / "poms" / SHA, "")
+    with tarfile.open(handed / "maven.tar.gz", "w:gz") as archive:
+        archive.add(packed_from / "maven", "maven")
+        archive.add(packed_from / "poms", "poms")
+    handed.chmod(0o555)
+    try:
+        assert registries.needs_copy(handed)
+        copy = registries.usable_mirror(handed, tmp_path / "copy")
+        assert (copy / "maven" / "org" / "demo" / "demo-1.pom").is_file()
+        assert (copy / "poms" / SHA).is_file()
+        assert (copy / "pypi").is_symlink() and (copy / "pypi").resolve() == handed / "pypi"
+        (copy / "maven" / "written-by-maven").touch()  # the copy is writable
+        assert sorted(p.name for p in handed.iterdir()) == ["maven.tar.gz", "pypi"]
+        # Unchanged source: the copy is kept as it is (nothing unpacked again).
+        assert registries.usable_mirror(handed, tmp_path / "copy") == copy
+        assert (copy / "maven" / "written-by-maven").exists()
+    finally:
+        handed.chmod(0o755)
+    plain = tmp_path / "plain"
+    write(plain / "pypi" / "x.whl", b"x")
+    assert registries.usable_mirror(plain, tmp_path / "copy2") == plain
+
+
+# -- a family forced offline that the mirror lacks --------------------------------------
+
+
+def test_a_family_forced_offline_that_the_mirror_lacks_skips_its_stacks_only(tmp_path, monkeypatch):
+    stacks = tmp_path / "servers"
+    for name, files in (("py", {"requirements.txt": f"flask==3.1.3 --hash=sha256:{SHA}\n"}),
+                        ("js", {"package.json": "{}", "package-lock.json": "{}"})):  # fmt: skip
+        for file, text in files.items():
+            write(stacks / name / file, text)
+    empty = tmp_path / "empty-mirror"
+    empty.mkdir()
+    monkeypatch.setenv("MIRROR", str(empty))
+    monkeypatch.setenv("OFFLINE", "pypi")
+    runner = NativeRunner()
+    needs_build = lambda manifest: True  # noqa: E731
+    monkeypatch.setattr(runner, "needs_build", needs_build)
+    py = SimpleNamespace(name="py", folder=stacks / "py", native={"requires": []})
+    js = SimpleNamespace(name="js", folder=stacks / "js", native={"requires": []})
+    reason = runner.unavailable_reason(py)
+    assert f"the mirror {empty} lacks flask==3.1.3" in reason and "make mirror SERVERS=py" in reason
+    assert runner.unavailable_reason(js) is None  # npm still asks its registry
+
+
+# -- a mirror for another interpreter ---------------------------------------------------
+
+
+def fake_wheel(folder: Path, tag: str) -> Path:
+    """A minimal valid wheel of `demo 1.0` for one interpreter tag."""
+    path = folder / f"demo-1.0-{tag}-{tag}-manylinux_2_17_x86_64.whl"
+    info = "demo-1.0.dist-info"
+    with zipfile.ZipFile(path, "w") as wheel:
+        wheel.writestr(f"{info}/METADATA", "Metadata-Version: 2.1\nName: demo\nVersion: 1.0\n")
+        wheel.writestr(f"{info}/WHEEL", "Wheel-Version: 1.0\nRoot-Is-Purelib: false\n"
+                       f"Tag: {tag}-{tag}-manylinux_2_17_x86_64\n")  # fmt: skip
+        wheel.writestr(f"{info}/RECORD", "")
+    return path
+
+
+def test_make_mirror_fetches_the_files_of_another_interpreter_from_the_registry(tmp_path):
+    index = tmp_path / "index" / "simple" / "demo"
+    index.mkdir(parents=True)
+    wheels = [fake_wheel(index, tag) for tag in ("cp39", "cp312")]
+    links = "".join(f'<a href="{w.name}">{w.name}</a>' for w in wheels)
+    (index / "index.html").write_text(f"<html><body>{links}</body></html>")
+    hashes = " ".join(f"--hash=sha256:{hashlib.sha256(w.read_bytes()).hexdigest()}" for w in wheels)
+    lock = write(tmp_path / "stack" / "requirements.txt", f"demo==1.0 {hashes}\n")
+    handler = functools.partial(
+        http.server.SimpleHTTPRequestHandler, directory=str(tmp_path / "index")
+    )
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    store = tmp_path / "mirror"
+    try:
+        env = {"PIP_INDEX_URL": f"http://127.0.0.1:{server.server_address[1]}/simple/",
+               "PIP_NO_INDEX": "", "PIP_FIND_LINKS": ""}  # fmt: skip
+        with pytest.MonkeyPatch.context() as patch:
+            for name, value in env.items():
+                patch.setenv(name, value)
+            fill.pip_download(TOOLING_PIP, lock, store, for_python="3.12")
+    finally:
+        server.shutdown()
+    assert sorted(p.name for p in (store / "pypi").iterdir()) == [wheels[1].name]
+    with pytest.raises(ValueError, match="3.x is not a CPython version"):
+        fill.python_versions("3.11,3.x")
+    assert fill.python_versions(" 3.11, 3.13") == ["3.11", "3.13"]
 
 
 # -- each family's lookup, broken on purpose --------------------------------------------
@@ -161,7 +364,7 @@ def can_unshare_network() -> bool:
     reason="!!! unshare -n NOT AVAILABLE (needs root): offline builds not exercised !!!",
 )
 @pytest.mark.skipif(
-    not (shutil.which("go") and mirror.is_offline() is False),
+    not (shutil.which("go") and not registries.offline_families()),
     reason="go missing, or the suite itself runs offline (the mirror cannot be filled)",
 )
 def test_two_stacks_build_and_pass_from_the_mirror_with_no_network_and_a_third_is_skipped(
