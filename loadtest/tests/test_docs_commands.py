@@ -10,8 +10,11 @@ only; the tooling venv is shared; one copy serves every page). A block marked
 The smoke profile keeps the whole suite to a few minutes: the environment
 has PROFILE=smoke (make bench's default profile; `make lab` shrinks a lab to
 one stack, the extreme levels and 1 s runs), SERVERS=go-nethttp, a stack
-that builds in seconds, for every command that does not name its stacks, and
-RUNNER=native.
+that builds in seconds (or, where Go is missing, the first of SMOKE_STACKS
+that can run here), for every command that does not name its stacks, and
+RUNNER=native. A block whose info string says `needs=oha` is skipped, and
+named, where oha is not installed and cannot be built (no cargo, or crates.io
+read from a mirror that lacks oha's crates).
 Load only ever goes to 127.0.0.1.
 """
 
@@ -28,14 +31,19 @@ from pathlib import Path
 
 import pytest
 
+from loadtest.commands.stacks import first_runnable
 from loadtest.core.manifest import REPO_ROOT
+from loadtest.measure.tools.oha import Oha
+from loadtest.tests.test_lab5_coordinated_omission import ensure_oha
 from loadtest.tests.test_scaffold import copy_env, repo_copy
 
 SHELLS = {"sh", "bash", "shell"}
 BLOCK_TIMEOUT_S = 420
+# Stacks that build in seconds, the first one that can run here serves the pages.
+SMOKE_STACKS = ["go-nethttp", "uvloop", "fastify"]
 # RUNNER=native: the pages' bench and lab commands run natively whether or not
 # a Docker daemon answers on the test machine (test_docker_bench.py covers Docker).
-SMOKE_ENV = {"PROFILE": "smoke", "SERVERS": "go-nethttp", "RUNNER": "native"}
+SMOKE_ENV = {"PROFILE": "smoke", "SERVERS": first_runnable(SMOKE_STACKS), "RUNNER": "native"}
 # Pages whose every shell block must be runnable (the contributor and lab pages).
 ALL_RUNNABLE = ["docs/adding-a-server.md", "docs/labs/*.md"]
 FENCE = re.compile(r"^(`{3,}|~{3,})(.*)$")
@@ -59,6 +67,10 @@ class Block:
     @property
     def fails(self) -> bool:
         return "fails" in self.info
+
+    @property
+    def needs(self) -> set[str]:
+        return {word.split("=", 1)[1] for word in self.info if word.startswith("needs=")}
 
 
 def blocks(path: Path, root: Path = REPO_ROOT) -> list[Block]:
@@ -177,10 +189,24 @@ def docs_repo(tmp_path_factory) -> Path:
     return repo
 
 
+def missing_need(block: Block) -> str | None:
+    """Why a block cannot run here, or None: a `needs=` tool that cannot be had."""
+    if "oha" in block.needs and not Oha().available():
+        try:
+            ensure_oha()
+        except pytest.skip.Exception as skipped:
+            return str(skipped)
+    return None
+
+
 @pytest.mark.parametrize("page", pages_with_runnable_blocks())
 def test_runnable_blocks(page, docs_repo):
     repo = docs_repo
+    not_run = []
     for block in (b for b in blocks(REPO_ROOT / page) if b.runnable):
+        if reason := missing_need(block):
+            not_run.append(f"{page}:{block.line}: {reason}")
+            continue
         code, output, took = run_block(block, repo)
         where = f"{page}:{block.line} ({took:.0f} s)"
         print(f"\n--- {where}: exit {code}\n{block.code}{output[-2000:]}")
@@ -189,3 +215,5 @@ def test_runnable_blocks(page, docs_repo):
             assert code != 0, f"{where}: expected to fail, exited 0\n{output[-4000:]}"
         else:
             assert code == 0, f"{where}: exit {code}\n{output[-4000:]}"
+    if not_run:
+        pytest.skip("; ".join(not_run))

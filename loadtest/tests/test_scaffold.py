@@ -379,12 +379,10 @@ def test_new_stacks_end_to_end_in_a_repository_copy(tmp_path):
         assert name in planned.stdout
 
     # make check: the stubs build, start, pass the routing rules and fail the routes with 501.
-    runnable = [n for lang, n in names.items() if lang != "csharp" or shutil.which("dotnet")]
-    if shutil.which("mvn") is None or shutil.which("java") is None:
-        runnable.remove(names["java"])
-    for tool, lang in (("npm", "node"), ("cargo", "rust")):
-        if shutil.which(tool) is None:
-            runnable.remove(names[lang])
+    toolchains = {"go": ("go",), "java": ("mvn", "java"), "node": ("npm",), "rust": ("cargo",),
+                  "csharp": ("dotnet",)}  # fmt: skip
+    runnable = [n for lang, n in names.items()
+                if all(shutil.which(tool) for tool in toolchains.get(lang, ()))]  # fmt: skip
     checked = run(
         ["make", "check", "SERVERS=" + ",".join(names.values())], repo, timeout=900, **RUST_QUICK
     )

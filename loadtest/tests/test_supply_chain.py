@@ -271,3 +271,76 @@ def test_every_stack_has_a_family_and_a_test_plan():
         assert command or where.startswith(("run by", "no tests")), (m.name, where)
         if family_of(m.folder).name == "debian":
             assert m.native["apt"], f"{m.name}: a stack of Debian packages lists them in apt"
+
+
+# -- NuGet ----------------------------------------------------------------------
+
+CONTENT_HASH = "A" * 86 + "=="
+LOCKED_PROPS = """<Project><PropertyGroup>
+  <RestorePackagesWithLockFile>true</RestorePackagesWithLockFile>
+  <RestoreLockedMode Condition="'$(RestoreLockedMode)' == ''">true</RestoreLockedMode>
+</PropertyGroup></Project>"""
+
+
+def csharp_stack(folder: Path, version: str = "2.9.3", props: str = LOCKED_PROPS,
+                 lock_entry: dict | None = None) -> Path:  # fmt: skip
+    """A C# stack whose project imports a props file and references xunit."""
+    folder.mkdir(parents=True, exist_ok=True)
+    write(folder / "shared.props", props)
+    write(folder / "demo.csproj", f"""<Project Sdk="Microsoft.NET.Sdk.Web">
+  <Import Project="shared.props" />
+  <ItemGroup><PackageReference Include="xunit" Version="{version}" /></ItemGroup>
+</Project>""")
+    entry = {"type": "Direct", "requested": "[2.9.3, )", "resolved": "2.9.3",
+             "contentHash": CONTENT_HASH}  # fmt: skip
+    packages = {"xunit": lock_entry if lock_entry is not None else entry,
+                "serverlab.contract": {"type": "Project"}}  # fmt: skip
+    write(folder / "packages.lock.json",
+          json.dumps({"version": 1, "dependencies": {"net10.0": packages}}))  # fmt: skip
+    return folder
+
+
+def test_a_locked_csharp_stack_passes_and_the_repositorys_projects_are_found(tmp_path):
+    assert sc.nuget_problems(csharp_stack(tmp_path / "ok") / "demo.csproj") == []
+    assert sc.csharp_projects(sc.SHARED_CSHARP), "the shared C# projects are not found"
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        ({"version": "2.*"}, "xunit '2.*' is not an exact version"),
+        ({"version": "[2.0,3.0)"}, "is not an exact version"),
+        ({"props": "<Project />"}, "RestorePackagesWithLockFile is not true"),
+        ({"props": LOCKED_PROPS.replace(">true</RestoreLockedMode", ">false</RestoreLockedMode")},
+         "RestoreLockedMode is not true"),
+        ({"lock_entry": {"type": "Direct", "resolved": "2.9.3"}}, "has no SHA-512 content hash"),
+        ({"lock_entry": {"type": "Direct", "resolved": "2.*", "contentHash": CONTENT_HASH}},
+         "has no exact resolved version"),
+    ],
+)  # fmt: skip
+def test_nuget_rules_are_each_enforced(tmp_path, change, expected):
+    problems = sc.nuget_problems(csharp_stack(tmp_path / "stack", **change) / "demo.csproj")
+    assert any(expected in p for p in problems), problems
+
+
+def test_a_csharp_project_without_its_lock_file_or_with_a_stale_one_is_reported(tmp_path):
+    folder = csharp_stack(tmp_path / "stale")
+    write(folder / "demo.csproj", (folder / "demo.csproj").read_text().replace(
+        "</ItemGroup>", '<PackageReference Include="Tomlyn" Version="2.10.2" /></ItemGroup>'))
+    assert any("Tomlyn is not in it" in p for p in sc.nuget_problems(folder / "demo.csproj"))
+    (folder / "packages.lock.json").unlink()
+    assert any("has no packages.lock.json" in p for p in sc.nuget_problems(folder / "demo.csproj"))
+
+
+@pytest.mark.skipif(not shutil.which("dotnet"), reason="dotnet not found")
+def test_dependencies_of_a_csharp_stack_name_its_packages_the_sdk_and_the_framework(tmp_path):
+    stack = stack_in(csharp_stack(tmp_path / "cs"))
+    out = stack.build_dir / "out"
+    out.mkdir(parents=True)
+    write(out / "demo.runtimeconfig.json", json.dumps({"runtimeOptions": {"frameworks": [
+        {"name": "Microsoft.AspNetCore.App", "version": "10.0.0"}]}}))  # fmt: skip
+    listed = sc.resolved_dependencies(stack)
+    assert "xunit==2.9.3" in listed
+    assert any(line.startswith("dotnet-sdk==10.") for line in listed), listed
+    framework = [line for line in listed if line.startswith("Microsoft.AspNetCore.App==")]
+    assert framework and framework[0] != "Microsoft.AspNetCore.App==10.0.0", listed
