@@ -336,10 +336,13 @@ def test_a_csharp_project_without_its_lock_file_or_with_a_stale_one_is_reported(
 def test_dependencies_of_a_csharp_stack_name_its_packages_the_sdk_and_the_framework(tmp_path):
     stack = stack_in(csharp_stack(tmp_path / "cs"))
     out = stack.build_dir / "out"
-    out.mkdir(parents=True)
-    write(out / "demo.runtimeconfig.json", json.dumps({"runtimeOptions": {"frameworks": [
+    out.mkdir(parents=True, exist_ok=True)
+    config = write(out / "demo.runtimeconfig.json", json.dumps({"runtimeOptions": {"frameworks": [
         {"name": "Microsoft.AspNetCore.App", "version": "10.0.0"}]}}))  # fmt: skip
-    listed = sc.resolved_dependencies(stack)
+    try:
+        listed = sc.resolved_dependencies(stack)
+    finally:
+        config.unlink()
     assert "xunit==2.9.3" in listed
     assert any(line.startswith("dotnet-sdk==10.") for line in listed), listed
     framework = [line for line in listed if line.startswith("Microsoft.AspNetCore.App==")]
