@@ -46,7 +46,7 @@ FAMILIES = (
         "*.csproj",
         None,
         "the csharp-unit stage (dotnet test servers/_shared/csharp: the contract library, "
-        "and each C# stack's routes and manifest)",
+        "each C# stack started in-process and checked, its manifest against its source)",
         "nuget",
     ),
 )

@@ -1,0 +1,30 @@
+// ASP.NET Core: the serverlab contract (contracts/README.md) as a minimal API
+// on Kestrel. The contract logic lives in ../_shared/csharp/Serverlab.Contract;
+// the web layer, with every tuning choice, is App.cs.
+
+using Serverlab.AspNetCore;
+using Serverlab.Contract;
+
+// Sent verbatim in the hello body; equal to display_name in server.toml (a test checks it).
+const string DisplayName = "ASP.NET Core";
+// PORT's default; equal to port in server.toml (a test checks it).
+const int DefaultPort = 8181;
+
+// HOST, PORT, WORKERS and WORKDAY_CALENDAR, read and checked before the host is
+// built: a missing or unreadable calendar prints one line naming the variable and
+// the path and exits with status 2. The calendar is read here, once.
+ServerSettings settings = ServerSettings.FromEnvironmentOrExit(DisplayName, DefaultPort);
+
+WebApplication app = App.Build(settings, args);
+try
+{
+    // Serves until SIGTERM or SIGINT, then stops gracefully and returns.
+    app.Run();
+}
+catch (IOException e)
+{
+    // Kestrel could not listen (address in use, not an address of this host).
+    Console.Error.WriteLine($"error: {DisplayName} cannot listen on {settings.Host}:{settings.Port}: {e.Message}");
+    return 1;
+}
+return 0;
