@@ -62,9 +62,14 @@ if command -v go >/dev/null; then
 else
   skip go-unit "go not found"
 fi
-# The shared C# contract library: every vector, the parsers, each C# stack's manifest.
+# The C# projects: formatted as `dotnet format` leaves them; the shared contract
+# library's tests (every vector, the parsers) and each C# stack started in-process.
+csharp_tests() {
+  local solution=servers/_shared/csharp/Serverlab.slnx
+  dotnet format "$solution" --verify-no-changes && dotnet test "$solution" --nologo
+}
 if command -v dotnet >/dev/null; then
-  stage csharp-unit dotnet test servers/_shared/csharp/Serverlab.slnx --nologo
+  stage csharp-unit csharp_tests
 else
   skip csharp-unit "dotnet not found: the ASP.NET Core stacks are skipped too"
 fi

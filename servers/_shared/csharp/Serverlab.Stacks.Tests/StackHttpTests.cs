@@ -57,6 +57,10 @@ public sealed class StackHttpTests(StacksFixture stacks) : IClassFixture<StacksF
             .Select(dir => Path.GetFileName(dir))
             .Order(StringComparer.Ordinal)
             .ToList();
+        List<string> notStarted = folders.Except(StacksFixture.Builders.Keys).ToList();
+        Assert.True(notStarted.Count == 0,
+            $"C# stacks not started by these tests: {string.Join(", ", notStarted)}. Give each an App.Build, "
+            + "add it to StacksFixture.Builders and a ProjectReference to Serverlab.Stacks.Tests.csproj.");
         Assert.Equal(folders, StacksFixture.Builders.Keys.Order(StringComparer.Ordinal));
     }
 
