@@ -8,6 +8,7 @@ measurement record per case to results.jsonl.
 from __future__ import annotations
 
 import datetime as dt
+import statistics
 from dataclasses import dataclass, replace
 from urllib.parse import urlsplit
 
@@ -20,8 +21,9 @@ from loadtest.bench.provenance import runtime_ran
 from loadtest.bench.record import foreign_load, limits
 from loadtest.core import slo
 from loadtest.core.knobs import SCENARIO_HEADERS, SCENARIOS
-from loadtest.core.verdict import NOISY_FOREIGN_PCT, WARMUP_WINDOW_S, reconnects, uneven
-from loadtest.measure import steady, ttfb
+from loadtest.core.stats import bootstrap_ci
+from loadtest.core.verdict import NOISY_FOREIGN_PCT, WARMUP_WINDOW_S, drifted, reconnects, uneven
+from loadtest.measure import jit, steady, ttfb
 from loadtest.measure.fairness import FairnessSampler
 from loadtest.measure.metrics import UsageSampler, response_bytes
 from loadtest.measure.tools import get_tool
@@ -40,6 +42,29 @@ class CaseRunner:
         self.bench = bench
         self.response_bytes: dict[tuple[str, str], dict] = {}
         self.peaks: dict[tuple, float] = {}
+        # The instance being measured: its JIT's compiler signal (or why there is
+        # none) and the seconds of load it has had since it started.
+        self.compiler: jit.JitWatch | str | None = None
+        self.loaded_s = 0.0
+        self.first_record: dict | None = None  # the instance's first measurement
+
+    def begin_instance(self, server, stack: str) -> None:
+        """A started instance: read its JIT's compiler, if it declares one."""
+        self.end_instance()
+        self.loaded_s = 0.0
+        self.first_record = None
+        manifest = self.bench.manifests.get(stack)
+        kind = manifest.jit if manifest else None
+        if kind and getattr(server, "engine", LOCAL).remote:
+            self.compiler = f"the {kind} compiler is not read on another host"
+        elif kind:
+            signal = jit.signal_for(kind, server.pids(), self.bench.knobs.client_cpus)
+            self.compiler = signal if isinstance(signal, str) else jit.JitWatch(signal)
+
+    def end_instance(self) -> None:
+        if self.compiler is not None and not isinstance(self.compiler, str):
+            self.compiler.close()
+        self.compiler = None
 
     def measure_response_bytes(self, stack: str, server, instance: Instance) -> None:
         where = urlsplit(server.base_url)
@@ -98,10 +123,19 @@ class CaseRunner:
             )
             return result.rps if result.ok and result.requests > 0 else None
 
-        warmed = steady.warm_up(window, self.bench.knobs.warmup, primed)
+        signal = self.compiler if not isinstance(self.compiler, str) else None
+        warmed = steady.warm_up(window, self.bench.knobs.warmup, primed,
+                                jit=signal,
+                                loaded_before_s=self.loaded_s)  # fmt: skip
+        warmed.jit_signal = signal.name if signal else (self.compiler or "")
+        self.loaded_s += warmed.seconds
         if not warmed.steady and not warmed.problem:
             self.bench.say(f"[yellow]! {escape(instance.stack)} {scenario}: not steady after "
                      f"{warmed.seconds:g} s of warm-up (windows {rates(warmed.curve)})[/]")  # fmt: skip
+        if warmed.cold:
+            self.bench.say(f"[yellow]! {escape(instance.stack)} {scenario}: COLD, its JIT still "
+                           f"spent {warmed.jit_compile_ms[-1]:g} ms of the last second compiling "
+                           f"after {self.loaded_s:g} s of load[/]")  # fmt: skip
         return warmed
 
     def prime(self, server, instance: Instance, case: Case, tool: str) -> float:
@@ -256,6 +290,8 @@ class CaseRunner:
         record.update(slo_fields)
         record.update(limits(record, fraction is not None or rate is not None))
         self.bench.writer.write(record)
+        if self.first_record is None:
+            self.first_record = record
         if case.phase == "peak" and ok:
             self.peaks[peak_key(case)] = result.rps
         self.bench.cases_run += 1
@@ -266,6 +302,49 @@ class CaseRunner:
                 record, f"[{self.bench.cases_run}/{self.bench.cases_total}]", bool(k.server_cores)
             )
         )
+
+    def recheck(self, server, instance: Instance) -> None:
+        """The instance's first case measured again after its last (DRIFTED): one
+        closed-loop run of the same load, compared with the first figure."""
+        first = self.first_record
+        if not first or first["status"] != "ok" or first["rate"] or not server.is_alive():
+            return
+        case = next(c for c in instance.cases if c.key == first["key"])
+        self.bench.progress.update(self.bench.task, description=(
+            f"{case.stack} {case.scenario} c={case.connections} measured again"))  # fmt: skip
+        raw = self.bench.folder / "raw" / f"{raw_name(case, first['seq'])}-again"
+        ran = self.measure(server, case, self.spec(server, case), raw)
+        again = ran.result.rps if ran.result.ok else 0.0
+        first_rps = first["result"]["rps"]
+        rerun = {"result": {"rps": again}, "server": ran.usage.to_dict()}
+        intervals = [window_interval(first), window_interval(rerun)]
+        record = {
+            "kind": "recheck",
+            "run_id": self.bench.run_id,
+            "stack": case.stack,
+            "repetition": case.repetition,
+            "cpu_quota": case.quota,
+            "server_cores": first["server_cores"],
+            "scenario": case.scenario,
+            "connections": case.connections,
+            "tool": case.tool,
+            "first_seq": first["seq"],
+            "first_rps": first_rps,
+            "again_rps": round(again, 1),
+            "change": round(again / first_rps - 1, 4) if first_rps else None,
+            "first_interval": intervals[0],
+            "again_interval": intervals[1],
+            "drifted": drifted(first_rps, again, *intervals),
+            "started_at": ran.started_at,
+            "problem": ran.result.problem,
+        }
+        self.bench.writer.write(record)
+        if record["drifted"]:
+            self.bench.say(
+                f"[bold magenta]DRIFTED[/] {escape(case.stack)} r{case.repetition}: "
+                f"{case.scenario} c={case.connections} measured first at {first_rps:,.0f} and "
+                f"again at its end at {again:,.0f} req/s ({record['change']:+.0%}); every "
+                "figure of this instance is flagged")  # fmt: skip
 
     def measure(self, server, case: Case, spec: LoadSpec, raw) -> Ran:
         """One load-tool run with the server's and the cores' CPU sampled around it."""
@@ -282,6 +361,7 @@ class CaseRunner:
         finally:
             usage = sampler.stop()
             fairness = connections.stop() if connections else None
+        self.loaded_s += result.duration_s or spec.duration or 0
         if isinstance(sampler, EngineStatsSampler):
             usage.cpu_active_pct = sampler.active_pct(
                 result.details.get("load_window_s", result.duration_s)
@@ -366,6 +446,14 @@ def fairness_sampler(server, spec: LoadSpec) -> FairnessSampler | None:
         return None
     port = urlsplit(spec.url).port
     return FairnessSampler(port, spec.connections, spec.duration) if port else None
+
+
+def window_interval(record: dict) -> list[float] | None:
+    """The 95% interval of one run's rate over its quarter-second windows (report/samples)."""
+    loopback = record["server"].get("loopback_bytes_per_s") or []
+    samples = steady.window_rates(record["result"]["rps"], loopback)
+    interval = bootstrap_ci(samples, statistic=statistics.fmean)
+    return [round(interval[0], 1), round(interval[1], 1)] if interval else None
 
 
 def percentile_ms(result, percent: float) -> float | None:

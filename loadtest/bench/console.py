@@ -95,6 +95,9 @@ def status_line(record: dict, position: str, sweep: bool) -> str:
     flag = f"  {verdict_mark(record)}"
     if record["not_steady"]:
         flag += f"  [bold magenta]NOT-STEADY[/] ({steady_reason(record)})"
+    if record.get("jit_cold"):
+        flag += (f"  [bold magenta]COLD[/] (its JIT spent {record['jit_last_window_ms']:g} ms "
+                 "of the warm-up's last second compiling)")  # fmt: skip
     if record["shared_cores"]:
         flag += "  [bold yellow]SHARED CORES[/] (server and tool on the same cores)"
     if record.get("uneven"):

@@ -114,6 +114,7 @@ class InstanceRunner:
                 step = "verify"
                 self.verify(stack, server, ready)
             step = "load"
+            self.bench.cases.begin_instance(server, stack)
             self.bench.cases.measure_response_bytes(stack, server, instance)
             current_scenario = None
             warmed = None
@@ -129,6 +130,8 @@ class InstanceRunner:
                         server.output_tail(),
                     )  # fmt: skip
                 time.sleep(PAUSE_BETWEEN_CASES_S)
+            # The first case once more: did the instance change pace while measured?
+            self.bench.cases.recheck(server, instance)
             step = "stop"
             code = server.stop(STOP_TIMEOUT_S)
             server = None
@@ -150,6 +153,7 @@ class InstanceRunner:
                 raise WriteFailed(stack, exc) from exc
             self.bench.fail(StepError(stack, step, str(exc)), instance.repetition)
         finally:
+            self.bench.cases.end_instance()
             if server is not None:
                 server.kill()
 

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from loadtest.core.knobs import Knobs
-from loadtest.core.verdict import Figures, judge
+from loadtest.core.verdict import Figures, judge, stalled_windows
 from loadtest.measure import steady
+from loadtest.measure.metrics import SAMPLE_INTERVAL_S
 
 
 def foreign_load(usage, tool_cores_used: float, knobs: Knobs, server_cpus=None) -> dict:
@@ -29,6 +30,13 @@ def foreign_load(usage, tool_cores_used: float, knobs: Knobs, server_cpus=None) 
     }
 
 
+def stalls(rates: list[float]) -> int:
+    """Windows with no traffic between the first and the last that carried load, the
+    partial window at each end left out (measure/steady.active_span)."""
+    start, end = steady.active_span(rates)
+    return stalled_windows(rates, start + 1, end - 1)
+
+
 def limits(record: dict, open_loop: bool) -> dict:
     """The verdict (what limited the figure) and the steadiness of one measurement."""
     result, usage = record["result"], record["server"]
@@ -50,6 +58,8 @@ def limits(record: dict, open_loop: bool) -> dict:
         offered_rate=record["rate"],
         shared_cores=record["shared_cores"],
         tool=record["tool"],
+        stalled_windows=stalls(usage.get("loopback_bytes_per_s") or []),
+        window_s=SAMPLE_INTERVAL_S,
     )
     unsettled = record.get("warmup_steady") is False
     return {

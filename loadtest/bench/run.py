@@ -55,7 +55,9 @@ from loadtest.core.errors import StepError
 from loadtest.core.knobs import KnobError, Knobs
 from loadtest.core.manifest import ManifestError, load, stack_ids, stack_names
 from loadtest.core.runner import RunnerUnavailable
+from loadtest.core.verdict import JIT_BOUND_S
 from loadtest.host.priority import can_raise, raise_priority
+from loadtest.measure import jit
 from loadtest.measure.tools import get_tool
 from loadtest.measure.tools.base import HOST, Executor, ToolError
 from loadtest.measure.tools.oha import install_oha
@@ -73,6 +75,7 @@ class Bench:
         self.resume = resume
         self.run_id = folder.name
         self.manifests: dict = {}
+        self.warmups: dict[str, float] = {}
         self.failed: dict[str, str] = {}  # stack -> why it is out of the run
         self.contracts: dict[str, str] = {}  # stack -> "api" | "static"
         self.verified: set[str] = set()
@@ -206,6 +209,7 @@ class Bench:
             self.console.print(f"[red]bench: {escape(str(exc))}[/]")
             return 2
         self.contracts = stack_contracts(stacks)
+        self.warmups = stack_warmups(stacks)
         the_plan = plan.build_plan(self.knobs, stacks, self.contracts)
         if self.resume:
             self.load_previous()
@@ -413,12 +417,14 @@ class Bench:
             entry["dependencies"] = lister(manifest)
         except StepError as exc:
             entry["dependencies"] = None
-            entry["dependencies_error"] = exc.message
+            # The command's own words (its stderr's tail), not only that it failed.
+            entry["dependencies_error"] = exc.message + (f": {exc.output.strip()[-1500:]}"
+                                                         if exc.output.strip() else "")  # fmt: skip
             self.console.print(f"[yellow]! {escape(str(exc))}: not recorded in {RUN_FILE}[/]")
 
     def primed(self) -> dict[str, float]:
-        """Each stack's declared JIT warm-up (manifest `warmup_s`), for the estimates."""
-        return {name: m.warmup_s for name, m in self.manifests.items() if m.warmup_s}
+        """Each stack's JIT warm-up at most, for the estimates (stack_warmups)."""
+        return self.warmups
 
     def display_name(self, stack: str) -> str:
         if stack == calibration.NAME:
@@ -437,6 +443,20 @@ class Bench:
             return 130
         failed = [s for s, why in self.failed.items() if not why.startswith("skipped")]
         return 1 if failed or self.write_failed else 0
+
+
+def stack_warmups(stacks: list[str]) -> dict[str, float]:
+    """Each stack's JIT warm-up at most, for the estimates: its declared priming
+    (manifest `warmup_s`), or, where the warm-up waits for its compiler to go quiet
+    (measure/jit.py), the bound of that wait (JIT_BOUND_S)."""
+    warmups = {}
+    for name in stacks:
+        with contextlib.suppress(ManifestError):
+            manifest = load(name)
+            wait = max(manifest.warmup_s, JIT_BOUND_S if manifest.jit in jit.READABLE else 0.0)
+            if wait:
+                warmups[name] = wait
+    return warmups
 
 
 def stack_contracts(stacks: list[str]) -> dict[str, str]:

@@ -25,6 +25,7 @@ from loadtest.core.knobs import KNOBS, SCENARIOS, KnobError, Knobs, profile_name
 from loadtest.core.manifest import ManifestError
 from loadtest.report import generate
 from loadtest.report.charts import uncapped
+from loadtest.report.flags import flag_names
 from loadtest.report.gallery import write_index
 from loadtest.report.render import limited_by
 from loadtest.report.summary import measurement_rows
@@ -133,13 +134,7 @@ def print_summary(bench: Bench) -> None:
             row = next((r for r in rows if r["stack"] == stack and r["scenario"] == scenario
                         and r["connections"] == top[scenario]), None)  # fmt: skip
             cell = f"{row['rps_median']:,.0f} {limited_by(row)}" if row else "-"
-            if row and row.get("not_steady_runs"):
-                cell += " NOT-STEADY"
-            if row and row.get("uneven_runs"):
-                cell += " UNEVEN"
-            if row and row.get("reconnect_runs"):
-                cell += " RECONNECTS"
-            cells.append(cell)
+            cells.append(" ".join([cell, *flag_names(row)]) if row else cell)
         name = next(r["display_name"] for r in rows if r["stack"] == stack)
         table.add_row(escape(name), *cells)
     bench.console.print(table)

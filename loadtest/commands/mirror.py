@@ -7,8 +7,8 @@ the layout the offline run reads (loadtest/core/mirror.py):
   venv's interpreter puts every locked file in pypi/ (the right wheels for the
   interpreter the stack runs on; source distributions as they are);
 - a Go stack: `go mod download all` into go/;
-- the Maven stacks: the shared build (`verify`, tests included, and the
-  dependency list) against maven/ as the local repository;
+- the Maven stacks: the shared build (`verify`, tests included)
+  against maven/ as the local repository;
 - an npm stack: `npm ci` of its lock file with npm/ as the cache;
 - a Cargo stack: `cargo fetch --locked` with cargo/ as the cargo home;
 - a C# stack (and the shared C# tests): a locked `dotnet restore` of each
@@ -238,10 +238,9 @@ FOLDER_FILLS: dict[str, Callable[[Path, Path], None]] = {
 def fill_maven(root: Path) -> str | None:
     if not (shutil.which("mvn") and shutil.which("java")):
         return "toolchain not found: mvn or java"
-    # verify: every plugin of the build and the tests; dependency:list: the
-    # plugin that lists each stack's dependencies for run.json.
+    # verify: every plugin of the build and the tests.
     run([str(SHARED_JAVA / "with-jdk"), "mvn", "-B", "-ntp", "-q", "-f", str(SHARED_JAVA / "pom.xml"),
-         "verify", "dependency:list", "-DincludeScope=runtime"],
+         "verify"],
         cwd=SHARED_JAVA, env={"MAVEN_ARGS": f"-Dmaven.repo.local={mirror.maven_repo(root)}"})  # fmt: skip
     recorded = mirror.poms_dir(root)
     recorded.mkdir(parents=True, exist_ok=True)

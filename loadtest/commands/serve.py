@@ -15,7 +15,7 @@ from loadtest.core.knobs import FRONTS
 from loadtest.core.runner import Limits
 from loadtest.host.tls import self_signed
 from loadtest.runners import front
-from loadtest.runners.native import NativeRunner, base_env
+from loadtest.runners.native import NativeRunner
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -39,7 +39,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if args.front != "none":
         return serve_fronted(runner, manifest, args)
     runner.build(manifest)
-    env = base_env(manifest)
+    env = manifests.stack_env(manifest)
     env.update(PORT=str(manifest.port), HOST=args.host)
     if args.workers:
         env["WORKERS"] = str(args.workers)

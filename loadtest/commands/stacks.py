@@ -11,7 +11,7 @@ from loadtest.core import manifest as manifests
 from loadtest.core.errors import StepError
 from loadtest.core.families import own_tests
 from loadtest.host.process import tail
-from loadtest.runners.native import NativeRunner, base_env
+from loadtest.runners.native import NativeRunner
 
 STACK_TESTS_TIMEOUT_S = 900
 # What the last stack-tests run skipped, for the summary at the end of `make test`.
@@ -125,7 +125,7 @@ def run_stack_tests(runner: NativeRunner, manifest, command: str) -> str | None:
         try:
             result = subprocess.run(
                 ["bash", "-euo", "pipefail", "-c", command], cwd=manifest.folder,
-                env=base_env(manifest), stdout=out, stderr=subprocess.STDOUT,
+                env=manifests.stack_env(manifest), stdout=out, stderr=subprocess.STDOUT,
                 timeout=STACK_TESTS_TIMEOUT_S,
             )  # fmt: skip
         except subprocess.TimeoutExpired:

@@ -21,6 +21,8 @@ CALENDAR_FILE = REPO_ROOT / "contracts" / "calendar" / "xshg-non-trading-weekday
 
 CONCURRENCY_KINDS = ("processes", "threads", "event-loops", "goroutines", "greenlets")
 DEFAULT_WORKERS = ("cpus", "2*cpus+1")
+# JITs a manifest may declare (`jit`): HotSpot, .NET's RyuJIT, PyPy's tracing JIT, V8.
+JIT_KINDS = ("jvm", "dotnet", "pypy", "v8")
 # "api": the HTTP contract of contracts/README.md; "static": serves contracts/static/.
 CONTRACTS = ("api", "static")
 # [docker] keys a family Dockerfile (servers/_shared/<family>/Dockerfile) takes
@@ -82,6 +84,9 @@ class Manifest:
     # Seconds of load a fresh instance needs before it can be steady (a JIT's
     # compile queue), measured and explained in the stack's README; 0: none.
     warmup_s: float = 0.0
+    # The JIT the stack runs on (JIT_KINDS), whose compiler the warm-up waits on
+    # (measure/jit.py); None: no JIT, or none that changes its pace after start.
+    jit: str | None = None
 
     @property
     def stack(self) -> str:
@@ -118,6 +123,7 @@ class Manifest:
             "tuning": list(self.tuning),
             "known_failures": list(self.known_failures),
             "warmup_s": self.warmup_s,
+            "jit": self.jit,
         }
 
 
@@ -153,6 +159,21 @@ def stack_ids(servers_dir: Path = SERVERS_DIR) -> list[str]:
             continue
         ids.extend(f"{name}{VARIANT_SEPARATOR}{v['name']}" for v in variants)
     return ids
+
+
+def stack_env(manifest: Manifest) -> dict:
+    """The environment of every command a stack's manifest declares (build, run, test,
+    dependencies): this process's, with REPO_ROOT, BUILD_DIR, WORKDAY_CALENDAR and a
+    [[variant]]'s settings (servers/README.md, "Build and run")."""
+    env = dict(os.environ)
+    env.update(
+        REPO_ROOT=str(REPO_ROOT),
+        BUILD_DIR=str(manifest.build_dir),
+        WORKDAY_CALENDAR=str(CALENDAR_FILE),
+        PYTHONUNBUFFERED="1",
+    )
+    env.update(manifest.env)  # a [[variant]]'s settings, e.g. STATIC_CONFIG=stock
+    return env
 
 
 def load(stack_id: str, servers_dir: Path = SERVERS_DIR) -> Manifest:
@@ -191,6 +212,7 @@ def load(stack_id: str, servers_dir: Path = SERVERS_DIR) -> Manifest:
         variant=variant,
         env=env,
         warmup_s=float(data.get("warmup_s", 0)),
+        jit=data.get("jit"),
         **{key: data[key] for key in REQUIRED_TOP},
         **{key: data[key] for key in REQUIRED_TABLES},
     )
@@ -255,6 +277,8 @@ def validate_data(data: dict) -> list[str]:
     warmup = data.get("warmup_s", 0)
     if isinstance(warmup, bool) or not isinstance(warmup, (int, float)) or not 0 <= warmup <= 300:
         problems.append("'warmup_s' must be a number of seconds in 0..300")
+    if data.get("jit") is not None and data["jit"] not in JIT_KINDS:
+        problems.append(f"'jit' must be one of {', '.join(JIT_KINDS)} (or left out)")
     problems += validate_variants(data.get("variant", []))
     return problems
 

@@ -133,10 +133,8 @@ def canonical(families: frozenset[str]) -> str:
 
 
 def described(families: frozenset[str]) -> str:
-    """How a reason names the offline families: 'OFFLINE=1' or 'pypi and go from the mirror'."""
-    if families == frozenset(FAMILIES):
-        return "OFFLINE=1"
-    return f"OFFLINE={canonical(families)} ({' and '.join(sorted(families))} from the mirror)"
+    """How a reason names the families read from the mirror: 'OFFLINE=pypi,maven'."""
+    return f"OFFLINE={canonical(families)}"
 
 
 # -- where the mirror is ---------------------------------------------------------------

@@ -90,9 +90,11 @@ EXACT_U_MAX = 20
 
 
 def bootstrap_ci(
-    values, level: float = CONFIDENCE, resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0
+    values, level: float = CONFIDENCE, resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0,
+    statistic=statistics.median,
 ) -> tuple[float, float] | None:
-    """Percentile-bootstrap interval of the median; None below two values.
+    """Percentile-bootstrap interval of `statistic` (the median unless told); None below
+    two values.
 
     Seeded, so a report regenerated from the same results shows the same
     interval. With three rounds the interval is wide, as it should be.
@@ -101,10 +103,8 @@ def bootstrap_ci(
     if len(data) < 2:
         return None
     rng = random.Random(seed)
-    medians = sorted(
-        statistics.median(rng.choices(data, k=len(data))) for _ in range(resamples)
-    )
-    return _percentile_pair(medians, level)
+    estimates = sorted(statistic(rng.choices(data, k=len(data))) for _ in range(resamples))
+    return _percentile_pair(estimates, level)
 
 
 def ratio_ci(

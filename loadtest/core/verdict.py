@@ -82,6 +82,25 @@ OFFERED_RATE_SHARE = 0.98
 WARMUP_WINDOW_S = 1.0
 STEADY_TOLERANCE = 0.10
 STEADY_MIN_WINDOWS = 2
+# A stack that declares a JIT (`jit` in its manifest) whose compiler can be read
+# (measure/jit.py) is warm when, besides two agreeing windows, its compiler was
+# quiet in each of the instance's last JIT_QUIET_WINDOWS one-second windows of
+# load: at most JIT_QUIET_MS compiling (5% of a core, half of the 10% a warm
+# figure may differ from a long-warmed one) and at most JIT_QUIET_METHODS
+# methods compiled. The time alone is not enough: .NET's tiered compilation
+# keeps promoting to tier 1 back while tier-0 code is still being compiled, so
+# ASP.NET Core MVC from a fresh start on one core compiled 0-40 methods in 0-29
+# ms a second for 11 s at 28-38k req/s, then promoted in bursts of 50-300 ms
+# until 36 s, and served 63k warm. Five windows, because four quiet ones
+# measured Spring MVC at 0.90 of its warm rate and five at 0.96 (docs/
+# methodology.md, "Warm: the runtime says so", has the traces and the
+# simulation of each rule). The warm-up waits for that until the instance has
+# run JIT_BOUND_S seconds of load (its declared priming included); a case
+# measured before is COLD.
+JIT_QUIET_MS = 50.0
+JIT_QUIET_METHODS = 20
+JIT_QUIET_WINDOWS = 5
+JIT_BOUND_S = 150.0
 # A measurement whose second half ran more than 15% faster or slower than its
 # first half (loopback bytes per sampled window) is NOT-STEADY, when the change
 # is also significant: Welch's t of the two halves' window rates beyond 3.
@@ -91,6 +110,24 @@ STEADY_MIN_WINDOWS = 2
 # a JIT still climbing or a server collapsing (t of 10 and more).
 DRIFT_BOUND = 0.15
 DRIFT_T = 3.0
+
+# DRIFTED: the first case of each instance is measured again after its last
+# one. When the two figures differ by more than RECHECK_BOUND and their
+# intervals (bootstrap over each run's quarter-second windows) do not overlap,
+# the instance changed pace while it was measured: a JIT still compiling, a
+# cache, a leak. Every figure of that instance is flagged, with both numbers.
+# 25%: warm instances whose compilers had been quiet for minutes measured their
+# first case again 16-21% lower (aspnetcore, aspnetcore-mvc, spring-mvc in
+# run 20261128-102254-quick; Spring MVC's warm one-second windows swing
+# between 27k and 48k req/s on one core), while the cold start this is for
+# differs 2-7x (Spring MVC 6,573 against 15-18k req/s warm).
+RECHECK_BOUND = 0.25
+# STALL: a quarter-second window in the middle of a load (loopback bytes) that
+# carried under 1% of the median window's traffic: the server answered nothing
+# for that long (cherrypy's hello at 128 connections: 0 to 3,138 req/s in one
+# window). The figure then says more about the stall than about the server's
+# pace, whatever its CPU did.
+STALL_SHARE = 0.01
 
 # UNEVEN: in the half-second windows of a measurement (measure/fairness.py),
 # the least-served connection got under half of its even part of the
@@ -130,6 +167,7 @@ CAUSES = {
     "shared-cores": "server and load tool share the cores, which were busy",
     "noisy": "other processes took the pinned cores",
     "concurrency": "too few connections to keep either side busy (each waits for a round trip)",
+    "stall": "the server answered nothing for a quarter-second or more in the middle of the load",
     "unknown": "neither side was busy and no known cause fits the figures",
 }
 
@@ -156,6 +194,8 @@ class Figures:
     offered_rate: float | None = None
     shared_cores: bool = False
     tool: str = ""
+    stalled_windows: int = 0  # windows of the load's middle with no traffic (STALL_SHARE)
+    window_s: float = 0.25
 
 
 @dataclass(frozen=True)
@@ -233,6 +273,10 @@ def judge(f: Figures) -> Verdict:
         # Failures set the pace whatever the CPUs say: a client busy reconnecting
         # (new TLS handshakes) after the server closed its connections is not the limit.
         return Verdict("neither", "errors", f"{f.errors:,} errors in {attempted:,} requests; {facts}", ratio)
+    if f.stalled_windows:
+        stalled = f.stalled_windows * f.window_s
+        return Verdict("neither", "stall", f"no responses for {stalled:g} s in the middle of the "
+                       f"load ({f.stalled_windows} windows of {f.window_s:g} s); {facts}", ratio)
     if f.tool_share >= CLIENT_BOUND_SHARE:
         return Verdict("client-bound", "", facts, ratio)
     if f.shared_cores:
@@ -266,6 +310,26 @@ def neither_cause(f: Figures, ratio: float | None, facts: str) -> tuple[str, str
     if mean is not None:
         return "concurrency", f"{f.connections} connections, {mean:.2f} ms per round trip; {facts}"
     return "unknown", facts
+
+
+def stalled_windows(rates: list[float], start: int, end: int) -> int:
+    """Windows of rates[start:end] (the load's middle) that carried under STALL_SHARE of
+    the median window's traffic."""
+    middle = sorted(rates[start:end])
+    if len(middle) < 3:
+        return 0
+    floor = middle[len(middle) // 2] * STALL_SHARE
+    return sum(1 for rate in rates[start:end] if rate < floor)
+
+
+def drifted(first: float, again: float, first_interval, again_interval) -> bool:
+    """Whether an instance's first case, measured again at its end, changed (RECHECK_BOUND)."""
+    if first <= 0 or abs(again / first - 1) <= RECHECK_BOUND:
+        return False
+    if first_interval is None or again_interval is None:
+        return True
+    (low1, high1), (low2, high2) = first_interval, again_interval
+    return high1 < low2 or high2 < low1
 
 
 def uneven(fairness: dict | None) -> bool:

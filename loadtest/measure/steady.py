@@ -7,7 +7,11 @@ load in one-second windows until successive ones agree within STEADY_TOLERANCE,
 up to the WARMUP knob's bound per instance and scenario, and the curve of
 window rates is kept with the measurement. A runtime that plateaus before it
 is warm (the JVM's tiered JIT on one core) is first primed for the seconds its
-manifest declares (`warmup_s`), once per instance.
+manifest declares (`warmup_s`), once per instance. A stack that declares a JIT
+whose compiler can be read (measure/jit.py) is warm only once that compiler
+has also gone quiet: at most JIT_QUIET_MS of compiling in each of the
+instance's last JIT_QUIET_WINDOWS windows, waited for up to JIT_BOUND_S
+seconds of load; past that the case is measured and flagged COLD.
 
 Within a measurement, a sampler reads the loopback interface's byte counter a
 few times a second (every byte of a request and its answer crosses it, for
@@ -25,10 +29,12 @@ from dataclasses import dataclass, field
 from loadtest.core.verdict import (
     DRIFT_BOUND,
     DRIFT_T,
+    JIT_BOUND_S,
     STEADY_MIN_WINDOWS,
     STEADY_TOLERANCE,
     WARMUP_WINDOW_S,
 )
+from loadtest.measure.jit import JitWatch
 
 LOOPBACK = "lo"
 # Leading and trailing windows below this share of the median are idle: before
@@ -41,25 +47,43 @@ MIN_WINDOWS_FOR_DRIFT = 4
 
 @dataclass
 class WarmUp:
-    """The warm-up of one instance and scenario: window rates in requests/s."""
+    """The warm-up of one instance and scenario: window rates in requests/s, and what
+    the JIT's compiler said after each window (when the stack declares one)."""
 
     curve: list[float] = field(default_factory=list)
     steady: bool = False
     bound_s: float = 0.0
     problem: str = ""
     primed_s: float = 0.0  # the manifest's warmup_s, run before the windows
+    jit_signal: str = ""  # which counter was read, or why none could be
+    jit_compiles: list[int] = field(default_factory=list)  # methods compiled per window
+    jit_compile_ms: list[float] = field(default_factory=list)  # milliseconds compiling per window
+    jit_quiet: bool | None = None  # None: no compiler read
+    loaded_before_s: float = 0.0  # load this instance had run before this warm-up
 
     @property
     def seconds(self) -> float:
         return self.primed_s + len(self.curve) * WARMUP_WINDOW_S
 
+    @property
+    def cold(self) -> bool:
+        """Measured while its compiler was still busy (COLD)."""
+        return self.jit_quiet is False
+
     def to_dict(self) -> dict:
+        quiet_after = self.loaded_before_s + self.seconds if self.jit_quiet else None
         return {
             "warmup_s": self.seconds,
             "warmup_primed_s": self.primed_s,
             "warmup_steady": self.steady,
             "warmup_curve": [round(r, 1) for r in self.curve],
             "warmup_bound_s": self.bound_s,
+            "jit_signal": self.jit_signal or None,
+            "jit_compiles": self.jit_compiles or None,
+            "jit_compile_ms": self.jit_compile_ms or None,
+            "jit_last_window_ms": self.jit_compile_ms[-1] if self.jit_compile_ms else None,
+            "jit_quiet_after_s": quiet_after,
+            "jit_cold": self.cold,
         }
 
 
@@ -73,19 +97,40 @@ def settled(curve: list[float], tolerance: float = STEADY_TOLERANCE) -> bool:
     return top > 0 and (top - min(last)) / top <= tolerance
 
 
-def warm_up(run_window: Callable[[], float | None], bound_s: float, primed_s: float = 0.0) -> WarmUp:
+def warm_up(
+    run_window: Callable[[], float | None],
+    bound_s: float,
+    primed_s: float = 0.0,
+    jit: JitWatch | None = None,
+    loaded_before_s: float = 0.0,
+) -> WarmUp:
     """Call `run_window` (one WARMUP_WINDOW_S window of load, its requests/s or
     None when it failed) until the rate settles or `bound_s` seconds are spent
-    (`primed_s`: seconds of load already run before the windows, for the record)."""
-    result = WarmUp(bound_s=bound_s, primed_s=primed_s)
+    (`primed_s`: seconds of load already run before the windows, for the record).
+
+    With a `jit` (the instance's compiler, measure/jit.py), the rate settling is
+    not enough: the compiler must also be quiet (JitWatch.quiet), waited for
+    until the instance has run JIT_BOUND_S seconds of load (`loaded_before_s`
+    of them before this warm-up)."""
+    result = WarmUp(bound_s=bound_s, primed_s=primed_s, loaded_before_s=loaded_before_s)
     windows = max(STEADY_MIN_WINDOWS, int(bound_s / WARMUP_WINDOW_S))
+    if jit is not None:
+        result.jit_quiet = False
+        left = JIT_BOUND_S - loaded_before_s - primed_s
+        windows = max(windows, int(left / WARMUP_WINDOW_S))
+        jit.read(window=False)  # compiling since the last read (cases, priming) may break the quiet
+        seen = len(jit.busy_ms)
     while len(result.curve) < windows:
         rate = run_window()
         if rate is None:
             result.problem = "a warm-up window failed"
             return result
         result.curve.append(rate)
-        if settled(result.curve):
+        if jit is not None:
+            jit.read()
+            result.jit_compile_ms, result.jit_compiles = jit.busy_ms[seen:], jit.methods[seen:]
+            result.jit_quiet = jit.quiet()
+        if settled(result.curve) and result.jit_quiet is not False:
             result.steady = True
             return result
     # At the bound: noisy windows without a trend are steady all the same.
@@ -118,6 +163,18 @@ def active_span(rates: list[float]) -> tuple[int, int]:
     while end > start and rates[end - 1] < floor:
         end -= 1
     return start, end
+
+
+def window_rates(level: float, loopback: list[float]) -> list[float]:
+    """One run's requests/s per sampled window: the loopback's bytes per window give the
+    shape (every request and answer crosses it), the tool's requests/s (`level`) their
+    mean. Just [level] when too few windows carried load."""
+    start, end = active_span(loopback)
+    active = loopback[start + 1 : end - 1]  # the edges are partly before or after the tool ran
+    mean = statistics.fmean(active) if active else 0
+    if len(active) < 3 or mean <= 0:
+        return [level]
+    return [level * rate / mean for rate in active]
 
 
 def drift(rates: list[float]) -> tuple[float | None, float | None]:

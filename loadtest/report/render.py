@@ -7,6 +7,7 @@ import html
 from pathlib import Path
 
 from loadtest.report.charts import ordered_scenarios
+from loadtest.report.flags import flag_notes, row_flags
 from loadtest.report.interactive import OFFLINE_META, chart_div, scripts
 from loadtest.report.leaderboard import LEADERBOARD_HEAD, LEADERBOARD_NOTE, leaderboards
 from loadtest.report.sustainable import SLO_HEAD, SLO_NOTE, slo_tables
@@ -49,23 +50,6 @@ VERDICT_NOTE = (
     "waiting, errors, idle-connections or tool-counts (Little's law), concurrency (too few "
     "connections), noisy. A req/s marked (?) was limited by neither side: it is not the "
     "stack's capacity. See docs/methodology.md, \"What limited a figure\"."
-)
-STEADY_NOTE = (
-    "NOT-STEADY marks a case whose throughput drifted by more than 15% between the first and "
-    "the second half of the run (loopback bytes per window), or whose warm-up did not settle "
-    "within its bound: a JIT still compiling, a cache filling, a server degrading."
-)
-UNEVEN_NOTE = (
-    "UNEVEN marks a case whose server served its connections unevenly: in the median "
-    "half-second window one connection got under half of an even split of the requests, or "
-    "one over twice as much (kernel counters per connection, loadtest/measure/fairness.py). "
-    "Its latency percentiles describe connections left waiting, not the server's pace."
-)
-RECONNECTS_NOTE = (
-    "RECONNECTS marks a case whose server closed connections the load tool kept alive: in "
-    "the median half-second window more than 10% of the connections were new. The figure "
-    "then includes a TCP handshake for many of its requests (cheroot, for one, closes "
-    "keep-alive connections beyond 10 idle ones)."
 )
 SHARED_NOTE = (
     "SHARED CORES marks a case whose server cores include the load tool's (e.g. 2 server "
@@ -110,12 +94,7 @@ def table_cells(row: dict) -> list[str]:
         flags.append("peak for open loop")
     if row.get("shared_cores"):
         flags.append("SHARED CORES")
-    if row.get("not_steady_runs"):
-        flags.append(f"NOT-STEADY ({row['not_steady_runs']}/{row['runs']})")
-    if row.get("uneven_runs"):
-        flags.append(f"UNEVEN ({row['uneven_runs']}/{row['runs']})")
-    if row.get("reconnect_runs"):
-        flags.append(f"RECONNECTS ({row['reconnect_runs']}/{row['runs']})")
+    flags += row_flags(row)
     cv = f"{row['rps_cv'] * 100:.1f}%" if row["rps_cv"] is not None else "-"
     share = f"{row['share_of_ceiling'] * 100:.0f}%" if row["share_of_ceiling"] else "-"
     if row.get("ceiling_invalid"):
@@ -172,6 +151,7 @@ def stack_notes(outcomes: dict, run: dict) -> list[str]:
             notes.append(f"{stack}: skipped: {entry['skipped']}")
         for failure in entry.get("failures", []):
             notes.append(f"{stack}: {failure}")
+        notes += [f"{stack}: {text}" for text in entry.get("drifted", [])]
         if entry.get("unclean_stops"):
             notes.append(
                 f"{stack}: {entry['unclean_stops']} unclean stop(s): {entry.get('unclean_message', '')}"
@@ -280,12 +260,7 @@ def extra_notes(rows: list[dict]) -> list[str]:
         notes.append(TTFB_NOTE)
     if any(r.get("shared_cores") for r in rows):
         notes.append(SHARED_NOTE)
-    if any(r.get("not_steady_runs") for r in rows):
-        notes.append(STEADY_NOTE)
-    if any(r.get("uneven_runs") for r in rows):
-        notes.append(UNEVEN_NOTE)
-    if any(r.get("reconnect_runs") for r in rows):
-        notes.append(RECONNECTS_NOTE)
+    notes += flag_notes(rows)
     if any(r["tool"] == "h2load" for r in rows):
         notes.append(H2LOAD_NOTE)
     return notes

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from loadtest.core.stats import bootstrap_ci, summarize
 from loadtest.measure.tools.base import ERROR_KINDS, PERCENTILES, latency_key
-from loadtest.report.samples import rps_samples
+from loadtest.report.samples import figure_statistic, rps_samples
 
 LATENCY_KEYS = ["mean", "stdev", *[latency_key(p) for p in PERCENTILES], "max"]
 # Time to first byte over fresh connections (loadtest/ttfb.py): medians over runs.
@@ -30,14 +30,17 @@ COLUMNS = [
     "rate_spec", "rate", "cpu_quota", "server_cores", "cpu_share", "shared_cores", "protocol",
     "runs", "failed_runs",
     "rps_median", "rps_mid_mean", "rps_cv", "rps_min", "rps_max",
-    "rps_ci_low", "rps_ci_high", "rps_ci_source", "rps_per_cpu_s", "rss_per_1k_conn_mb",
+    "rps_ci_low", "rps_ci_high", "rps_ci_source", "rps_ci_note", "rps_per_cpu_s",
+    "rss_per_1k_conn_mb",
     *[f"latency_{k.replace('.', '_')}_ms" for k in LATENCY_KEYS],
     "requests", *[f"errors_{kind}" for kind in ERROR_KINDS], "errors_total", "error_rate",
     "mb_per_s", "bytes_per_response", "header_bytes", "body_bytes", "server_header",
     "server_cpu_mean_pct", "server_cpu_peak_pct", "rss_peak_mb",
     "tool_cpu_pct", "client_bound_runs", "noisy_runs",
     "verdict", "cause", "verdict_runs", "server_cpu_active_pct", "little_ratio",
-    "not_steady_runs", "uneven_runs", "reconnect_runs", "drift", "warmup_s", "ceiling_rps", "share_of_ceiling", "ceiling_invalid",
+    "not_steady_runs", "uneven_runs", "reconnect_runs", "cold_runs", "drifted_runs",
+    "stalled_runs", "drift", "warmup_s", "jit_last_window_ms", "ceiling_rps", "share_of_ceiling",
+    "ceiling_invalid",
     *TTFB_KEYS, *SLO_COLUMNS, "problems",
 ]  # fmt: skip
 
@@ -64,12 +67,24 @@ def _round(value, digits=3):
     return None if value is None else round(value, digits)
 
 
+def instance_key(record: dict) -> tuple:
+    """The stack instance a record was measured on (one start of the server)."""
+    return (record["stack"], record.get("repetition"), record.get("cpu_quota"),
+            record.get("server_cores"))  # fmt: skip
+
+
+def drifted_instances(records: list[dict]) -> dict[tuple, dict]:
+    """The instances whose first case, measured again at their end, had changed (DRIFTED)."""
+    return {instance_key(r): r for r in records if r.get("kind") == "recheck" and r.get("drifted")}
+
+
 def measurement_rows(records: list[dict]) -> list[dict]:
     groups: dict[tuple, list[dict]] = defaultdict(list)
     for record in records:
         if record.get("kind") == "measurement":
             groups[group_key(record)].append(record)
-    rows = [aggregate(group) for group in groups.values()]
+    drifted = drifted_instances(records)
+    rows = [aggregate(group, drifted) for group in groups.values()]
     attach_ceiling(rows)
     rows.sort(key=sort_key)
     return rows
@@ -92,7 +107,7 @@ def _protocol(records: list[dict]) -> str:
     return ""
 
 
-def aggregate(group: list[dict]) -> dict:
+def aggregate(group: list[dict], drifted: dict[tuple, dict] | None = None) -> dict:
     first = group[0]
     ok = [r for r in group if r.get("status") == "ok"]
     results = [r["result"] for r in ok]
@@ -154,6 +169,10 @@ def aggregate(group: list[dict]) -> dict:
     row["not_steady_runs"] = sum(1 for r in ok if r.get("not_steady"))
     row["uneven_runs"] = sum(1 for r in ok if r.get("uneven"))
     row["reconnect_runs"] = sum(1 for r in ok if r.get("reconnects"))
+    row["cold_runs"] = sum(1 for r in ok if r.get("jit_cold"))
+    row["drifted_runs"] = sum(1 for r in ok if instance_key(r) in (drifted or {}))
+    row["stalled_runs"] = sum(1 for r in ok if r.get("cause") == "stall")
+    row["jit_last_window_ms"] = _max(r.get("jit_last_window_ms") for r in ok)
     row["drift"] = _round(_median(r.get("drift") for r in ok), 4)
     row["warmup_s"] = _round(_max(r.get("warmup_s") for r in ok), 1)
     problems = sorted({r.get("problem") for r in group if r.get("problem")})
@@ -164,20 +183,27 @@ def aggregate(group: list[dict]) -> dict:
     for key in TTFB_KEYS:  # measured apart from the load: also after a failed load
         row[key] = _round(_median(r.get(key) for r in group), 3)
     row.update(slo_columns(ok))
-    row.update(interval_columns(ok))
+    row.update(interval_columns(ok, row["rps_median"]))
     row.update(efficiency_columns(row))
     return row
 
 
-def interval_columns(ok: list[dict]) -> dict:
-    """95% bootstrap interval of the median requests/s (report/samples.py says over
-    what); `_rps_samples` stays in the row for the leaderboard's significance test."""
+def interval_columns(ok: list[dict], figure: float | None) -> dict:
+    """95% bootstrap interval of the figure's own statistic (report/samples.py says over
+    what: the median of rounds, the mean of one run's windows); `_rps_samples` stays in
+    the row for the leaderboard's significance test. An interval that leaves its figure
+    out says so (`rps_ci_note`)."""
     samples, source = rps_samples(ok)
-    interval = bootstrap_ci(samples)
+    interval = bootstrap_ci(samples, statistic=figure_statistic(source))
+    note = ""
+    if interval and figure is not None and not interval[0] <= figure <= interval[1]:
+        note = (f"the interval of {len(samples)} {source} leaves out the figure "
+                f"{figure:,.0f}: the samples are too few or too skewed to bound it")  # fmt: skip
     return {
         "rps_ci_low": _round(interval[0], 1) if interval else None,
         "rps_ci_high": _round(interval[1], 1) if interval else None,
         "rps_ci_source": source if interval else "",
+        "rps_ci_note": note,
         "_rps_samples": samples,
     }
 
@@ -251,6 +277,9 @@ def stack_outcomes(records: list[dict]) -> dict[str, dict]:
     """The latest verify/failure/stop news per stack."""
     outcomes: dict[str, dict] = {}
     for record in records:
+        if record.get("kind") == "recheck" and record.get("drifted"):
+            outcomes.setdefault(record["stack"], {"failures": [], "unclean_stops": 0}).setdefault(
+                "drifted", []).append(recheck_text(record))  # fmt: skip
         if record.get("kind") != "stack":
             continue
         entry = outcomes.setdefault(record["stack"], {"failures": [], "unclean_stops": 0})
@@ -266,6 +295,14 @@ def stack_outcomes(records: list[dict]) -> dict[str, dict]:
             entry["unclean_stops"] += 1
             entry["unclean_message"] = record["message"]
     return outcomes
+
+
+def recheck_text(record: dict) -> str:
+    """A DRIFTED re-check in words, with both figures."""
+    return (f"DRIFTED (round {record['repetition']}): {record['scenario']} at "
+            f"{record['connections']} connections served {record['first_rps']:,.0f} req/s as the "
+            f"instance's first case and {record['again_rps']:,.0f} when measured again after its "
+            f"last ({record['change']:+.0%}); every figure of that instance is flagged")  # fmt: skip
 
 
 def write_csv(rows: list[dict], path: Path) -> None:

@@ -18,7 +18,7 @@ from pathlib import Path
 from loadtest.core import mirror
 from loadtest.core.families import family_of
 from loadtest.core.errors import StepError
-from loadtest.core.manifest import CALENDAR_FILE, REPO_ROOT, REPO_SERVERS_DIR, Manifest, load
+from loadtest.core.manifest import REPO_ROOT, REPO_SERVERS_DIR, Manifest, load, stack_env
 from loadtest.core.runner import Limits
 from loadtest.host import registries
 from loadtest.host.cgroups import CgroupLimits, LimitsUnavailable
@@ -35,18 +35,6 @@ STATIC_SITE_DIR = REPO_ROOT / "contracts" / "static"
 # Generated folders that must not trigger a rebuild.
 IGNORED_DIRS = {"target", "__pycache__", ".pytest_cache", "node_modules", "bin", "obj"}
 BUILD_TIMEOUT_S = 900
-
-
-def base_env(manifest: Manifest) -> dict:
-    env = dict(os.environ)
-    env.update(
-        REPO_ROOT=str(REPO_ROOT),
-        BUILD_DIR=str(manifest.build_dir),
-        WORKDAY_CALENDAR=str(CALENDAR_FILE),
-        PYTHONUNBUFFERED="1",
-    )
-    env.update(manifest.env)  # a [[variant]]'s settings, e.g. STATIC_CONFIG=stock
-    return env
 
 
 def source_digest(manifest: Manifest) -> str:
@@ -112,7 +100,7 @@ class NativeRunner:
                 result = subprocess.run(
                     ["bash", "-euo", "pipefail", "-c", manifest.native["build"]],
                     cwd=manifest.folder,
-                    env=base_env(manifest),
+                    env=stack_env(manifest),
                     stdout=out,
                     stderr=subprocess.STDOUT,
                     timeout=BUILD_TIMEOUT_S,
@@ -144,7 +132,7 @@ class NativeRunner:
         result = subprocess.run(
             ["bash", "-c", manifest.native["version"]],
             cwd=manifest.folder,
-            env=base_env(manifest),
+            env=stack_env(manifest),
             capture_output=True,
             text=True,
             timeout=60,
@@ -185,7 +173,7 @@ class NativeServer(ProcessGroupServer):
         self.process = self._spawn(limits)
 
     def _spawn(self, limits: Limits) -> subprocess.Popen:
-        env = base_env(self.manifest)
+        env = stack_env(self.manifest)
         env.update(PORT=str(self.port), HOST="127.0.0.1", **limits.extra_env)
         if self.tls:
             env.update(self.tls.env())

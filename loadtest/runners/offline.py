@@ -1,7 +1,8 @@
 """Offline builds: what a stack's lock files need from the mirror that the mirror lacks.
 
-With OFFLINE=1 a stack whose build would need a package the mirror does not
-hold is skipped, and the skip names the packages; it is never started on a
+A stack whose package family is read from the mirror (OFFLINE, or a registry
+that did not answer: host/registries.py) and whose build would need a package
+the mirror does not hold is skipped, and the skip names the packages; it is never started on a
 half-filled mirror and never failed for it. Each check reads the stack's
 lock files as its package manager would and looks the packages up where that
 package manager will look (loadtest/core/mirror.py has the layout):
@@ -32,6 +33,7 @@ from pathlib import Path
 from loadtest.core import mirror
 from loadtest.core.families import family_of
 from loadtest.core.manifest import Manifest
+from loadtest.host import registries
 from loadtest.runners.supply_chain import (
     HASH,
     REQUIREMENT,
@@ -53,8 +55,10 @@ def offline_problem(manifest: Manifest, mirror_root: Path) -> str | None:
     if not missing:
         return None
     shown = ", ".join(missing[:4]) + (f" and {len(missing) - 4} more" if len(missing) > 4 else "")
+    registry = family_of(manifest.folder).registry
     return (
-        f"OFFLINE=1 and the mirror {mirror_root} lacks {shown} "
+        f"{registry} from the mirror ({mirror.described(registries.offline_families())}) and "
+        f"the mirror {mirror_root} lacks {shown} "
         f"(make mirror SERVERS={manifest.name} on a connected machine)"
     )
 

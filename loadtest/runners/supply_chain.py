@@ -32,24 +32,27 @@ on a violation; docs/reliability.md explains them):
 `resolved_dependencies(manifest)` lists what a built stack actually runs
 with, for the provenance of a benchmark run: the manifest's own
 `[native] dependencies` command, else its family's default (pip freeze of its
-venv, `go list -m all`, Maven's resolved list, the npm, Cargo or NuGet lock
-file (with the .NET SDK and the shared frameworks it runs on), the Debian
+venv, `go list -m all`, the libraries of a built Spring Boot jar, the npm,
+Cargo or NuGet lock file (with the .NET SDK and the shared frameworks it runs
+on), the Debian
 packages of its `apt` list; loadtest/core/families.py).
 """
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import shlex
 import subprocess
 import tomllib
 import xml.etree.ElementTree as ET
+import zipfile
 from pathlib import Path
 
 from loadtest.core.errors import StepError
 from loadtest.core.families import family_of
-from loadtest.core.manifest import SERVERS_DIR, Manifest, stack_names
+from loadtest.core.manifest import SERVERS_DIR, Manifest, stack_env, stack_names
 from loadtest.core.manifest import load as load_manifest
 
 SHARED_JAVA = SERVERS_DIR / "_shared" / "java"
@@ -472,7 +475,7 @@ def resolved_dependencies(manifest: Manifest) -> list[str]:
     The manifest's `[native] dependencies` command when it has one; else its
     family's default (loadtest/core/families.py): Python `pip freeze --all` of
     the venv in BUILD_DIR; Go `go list -m all` (the main module first); Maven
-    the module's resolved runtime dependencies (offline); npm, Cargo and NuGet
+    the libraries of its built Spring Boot jar; npm, Cargo and NuGet
     their lock files (NuGet's with the SDK and the shared frameworks the app
     runs on); a stack of Debian packages the installed versions of its `apt`
     list. Build the stack first. Raises StepError (step "dependencies") when
@@ -560,37 +563,54 @@ def debian_packages(manifest: Manifest) -> list[str]:
 
 
 def maven_dependencies(manifest: Manifest) -> list[str]:
-    out = manifest.build_dir / "dependencies.txt"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    _run(
-        manifest,
-        [str(SHARED_JAVA / "with-jdk"), "mvn", "-q", "-B", "-o", "-f", str(SHARED_JAVA / "pom.xml"),
-         "-pl", f":{manifest.name}", "dependency:list", "-DincludeScope=runtime",
-         "-DoutputAbsoluteArtifactFilename=false", f"-DoutputFile={out}", "-DappendOutput=false"],
-    )  # fmt: skip
+    """`group:artifact:version` of every library the built Spring Boot jar carries
+    (BOOT-INF/lib/, each named by its own META-INF/maven pom.properties): exactly what
+    runs, read without Maven (whose offline `dependency:list` cannot resolve the shared
+    contract module, which is never installed)."""
+    jars = sorted(manifest.build_dir.glob("*.jar"))
+    if not jars:
+        raise StepError(manifest.name, "dependencies", f"no built jar in {manifest.build_dir}")
     found = set()
-    for line in out.read_text().splitlines():
-        # "   org.springframework:spring-core:jar:6.2.11:compile -- module spring.core"
-        fields = line.strip().split(" ")[0].split(":")
-        if len(fields) >= 5:
-            group, artifact, version = fields[0], fields[1], fields[-2]
-            found.add(f"{group}:{artifact}:{version}")
+    with zipfile.ZipFile(jars[0]) as app:
+        for entry in app.namelist():
+            if entry.startswith("BOOT-INF/lib/") and entry.endswith(".jar"):
+                found.add(jar_coordinates(app.read(entry), entry.rsplit("/", 1)[1]))
+    if not found:
+        raise StepError(manifest.name, "dependencies", f"{jars[0].name} has no BOOT-INF/lib/")
     return sorted(found)
 
 
+def jar_coordinates(jar: bytes, name: str) -> str:
+    """A library jar's `group:artifact:version` from its pom.properties, else its file name."""
+    with zipfile.ZipFile(io.BytesIO(jar)) as library:
+        for entry in library.namelist():
+            if entry.startswith("META-INF/maven/") and entry.endswith("/pom.properties"):
+                fields = dict(line.split("=", 1) for line in
+                              library.read(entry).decode("utf-8", "replace").splitlines()
+                              if "=" in line and not line.startswith("#"))  # fmt: skip
+                if {"groupId", "artifactId", "version"} <= fields.keys():
+                    return f"{fields['groupId']}:{fields['artifactId']}:{fields['version']}"
+    return name.removesuffix(".jar")
+
+
 def _run(manifest: Manifest, command: list[str]) -> list[str]:
+    """A command in the stack's folder and environment (BUILD_DIR and the rest, as its
+    build and run commands get them); its lines, or a StepError with its output."""
     try:
         result = subprocess.run(
-            command, cwd=manifest.folder, capture_output=True, text=True, timeout=TIMEOUT_S
-        )
+            command, cwd=manifest.folder, env=stack_env(manifest), capture_output=True,
+            text=True, timeout=TIMEOUT_S,
+        )  # fmt: skip
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise StepError(manifest.name, "dependencies", f"{command[0]}: {exc}") from None
     if result.returncode != 0:
+        errors = [line for line in (result.stdout + result.stderr).splitlines()
+                  if "ERROR" in line or "error" in line]  # fmt: skip
         raise StepError(
             manifest.name,
             "dependencies",
             f"`{' '.join(command[:4])} ...` exited {result.returncode}",
-            (result.stderr or result.stdout)[-2000:],
+            "\n".join(errors[:8]) or (result.stderr or result.stdout)[-2000:],
         )
     return [line.strip() for line in result.stdout.splitlines() if line.strip()]
 

@@ -14,7 +14,11 @@ on $HOST:$PORT, with one of:
   another in evenly spaced slots (a single worker with a fixed service time):
   below that rate nothing waits, above it a backlog grows without bound;
 - `gc-stall`: full speed, but every STALL_EVERY_S seconds of load all
-  requests to GET / stop for STALL_MS (a periodic stop-the-world pause).
+  requests to GET / stop for STALL_MS (a periodic stop-the-world pause);
+- `stalls-once`: full speed, but after STALL_ONCE_AFTER_S of load every
+  request to GET / stops for STALL_ONCE_MS, once (a server that hangs);
+- `climbs`: CLIMB_MS per request for CLIMB_S of load, then full speed, with
+  no ramp in between (a JIT whose hot code is replaced at once).
 
 "Load" starts at the LOAD_STARTS_AFTER-th GET /: the conformance checker sends
 far fewer, so the clock starts with the harness's warm-up or measurement.
@@ -35,7 +39,12 @@ HALF_WAY_S = 1.8
 CAPACITY_RPS = 400.0
 STALL_EVERY_S = 0.5
 STALL_MS = 100.0
-BEHAVIOURS = ("nagle", "slow-start", "slows-half-way", "capacity", "gc-stall")
+STALL_ONCE_AFTER_S = 1.5
+STALL_ONCE_MS = 900.0
+CLIMB_S = 4.0
+CLIMB_MS = 20.0
+BEHAVIOURS = ("nagle", "slow-start", "slows-half-way", "capacity", "gc-stall", "stalls-once",
+              "climbs")  # fmt: skip
 
 
 class Pace:
@@ -45,6 +54,13 @@ class Pace:
         self.lock = threading.Lock()
         self.next_slot = 0.0
         self.next_stall = time.monotonic() + STALL_EVERY_S
+        self.stalled_once = False
+
+    def stall_once(self) -> None:
+        with self.lock:  # every other request queues on the lock
+            if not self.stalled_once:
+                self.stalled_once = True
+                time.sleep(STALL_ONCE_MS / 1000)
 
     def wait_for_slot(self) -> None:
         with self.lock:
@@ -91,6 +107,10 @@ def handler_for(behaviour: str, clock: Clock) -> type:
                     time.sleep(0.020 * (1 - elapsed / SLOW_START_S))
                 elif behaviour == "slows-half-way" and elapsed >= HALF_WAY_S:
                     time.sleep(0.020)
+                elif behaviour == "stalls-once" and elapsed >= STALL_ONCE_AFTER_S:
+                    pace.stall_once()
+                elif behaviour == "climbs" and elapsed < CLIMB_S:
+                    time.sleep(CLIMB_MS / 1000)
             super().do_GET()
 
     return Paced

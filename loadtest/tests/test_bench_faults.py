@@ -64,7 +64,7 @@ class Stacks:
         self.display: dict[str, str] = {}
 
     def add(self, role: str, build: str = "true", run: str = REFERENCE_RUN, files=None,
-            warmup_s: float = 0.0) -> str:  # fmt: skip
+            warmup_s: float = 0.0, dependencies: str | None = None) -> str:  # fmt: skip
         name = f"fault-{role}-{self.token}"
         display_name = f"Fault {role} {self.token}"
         port = free_port()
@@ -96,6 +96,7 @@ class Stacks:
                 version = "python3 --version"
                 build = {json.dumps(build)}
                 run = {json.dumps(run)}
+                {f"dependencies = {json.dumps(dependencies)}" if dependencies else ""}
 
                 [docker]
                 dockerfile = "Dockerfile"
@@ -562,6 +563,24 @@ def test_run_json_records_each_stacks_resolved_dependencies(stacks, tmp_path):
     assert f"[{py_stack}] dependencies failed: no venv at" in output
     assert_measured(folder, go_stack)
     assert_measured(folder, py_stack)
+    assert not stacks.leftovers()
+
+
+def test_run_json_lists_a_declared_dependencies_command_run_in_the_stacks_environment(
+    stacks, tmp_path
+):
+    # The command sees BUILD_DIR as the build and run commands do; a failing one
+    # leaves its own words in run.json, not only its exit code.
+    listed = stacks.add("declared", dependencies='echo "built-in==$(basename "$BUILD_DIR")"')
+    broken = stacks.add("broken", dependencies="echo 'no crate index here' >&2; exit 1")
+    result = run_bench(stacks, tmp_path / "results", [listed, broken], "--duration", "1")
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output
+    run = json.loads((only_run(tmp_path / "results") / "run.json").read_text())
+    assert run["stacks"][listed]["dependencies"] == [f"built-in=={listed}"]
+    assert run["stacks"][broken]["dependencies"] is None
+    assert "exited 1" in run["stacks"][broken]["dependencies_error"]
+    assert "no crate index here" in run["stacks"][broken]["dependencies_error"]
     assert not stacks.leftovers()
 
 

@@ -9,6 +9,9 @@ changed half-way.
 
 from __future__ import annotations
 
+import csv
+
+from loadtest.bench.results import read_records
 from loadtest.tests.test_bench_faults import (
     measurements,
     only_run,
@@ -71,3 +74,51 @@ def test_a_declared_jit_warm_up_goes_round_every_scenario_of_the_instance(stacks
             assert any(f"-{scenario}-" in n and f".primed{turn}" in n for n in names), names
     records = measurements(folder, jit)
     assert sorted(r.get("warmup_primed_s") or 0 for r in records) == [0, 4]  # once per instance
+
+
+def rechecks(folder) -> list[dict]:
+    return [r for r in read_records(folder / "results.jsonl") if r["kind"] == "recheck"]
+
+
+def test_an_instance_that_speeds_up_or_slows_down_while_measured_is_drifted(stacks, tmp_path):
+    # The climber settles at its slow pace (two warm-up windows agree), is measured
+    # slow, then turns fast: the first case measured again at the end tells. The
+    # steady reference server stays unflagged.
+    climber = stacks.add("climbs", run=STANDIN_RUN % "climbs")
+    steady = stacks.add("steady")
+    done = run_bench(stacks, tmp_path / "results", [climber, steady], "--connections", "4,8",
+                     "--warmup", "2", "--duration", "2", timeout=240)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    folder = only_run(tmp_path / "results")
+    again = {r["stack"]: r for r in rechecks(folder)}
+    assert again[climber]["drifted"] and again[climber]["change"] > 0.5, again[climber]
+    assert not again[steady]["drifted"], again[steady]
+    first = next(r for r in measurements(folder, climber) if r["seq"] == again[climber]["first_seq"])
+    assert again[climber]["first_rps"] == first["result"]["rps"]
+    rows = {(r["stack"], r["connections"]): r for r in csv.DictReader(
+        (folder / "summary.csv").open())}  # fmt: skip
+    assert rows[(climber, "4")]["drifted_runs"] == rows[(climber, "8")]["drifted_runs"] == "1"
+    assert rows[(steady, "4")]["drifted_runs"] == "0"
+    text = (folder / "summary.md").read_text()
+    assert f"{climber}: DRIFTED (round 1): hello at 4 connections served" in text
+    assert "DRIFTED" in done.stdout
+
+    # The other way round: a server that degrades after its first case.
+    degrading = stacks.add("slows", run=STANDIN_RUN % "slows-half-way")
+    done = run_bench(stacks, tmp_path / "results2", [degrading], "--connections", "4,8",
+                     "--warmup", "0", "--duration", "2", timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    (again,) = [r for r in rechecks(only_run(tmp_path / "results2")) if r["stack"] == degrading]
+    assert again["drifted"] and again["change"] < -0.3, again
+
+
+def test_a_load_with_a_window_of_no_answers_is_a_stall_not_server_bound(stacks, tmp_path):
+    hang = stacks.add("hang", run=STANDIN_RUN % "stalls-once")
+    done = run_bench(stacks, tmp_path / "results", [hang], "--warmup", "0", "--duration", "4",
+                     timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    (record,) = measurements(only_run(tmp_path / "results"), hang)
+    assert (record["verdict"], record["cause"]) == ("neither", "stall"), record
+    assert "no responses for" in record["verdict_detail"]
+    rows = list(csv.DictReader((only_run(tmp_path / "results") / "summary.csv").open()))
+    assert rows[0]["stalled_runs"] == "1"

@@ -99,7 +99,7 @@ def test_offline_the_docker_path_is_refused_with_the_reason_and_auto_goes_native
     runner, why = choose_runner("auto", probe=daemon_problem)
     assert runner == "native" and "OFFLINE=1" in why
     monkeypatch.setenv("OFFLINE", "maven,pypi")
-    assert "OFFLINE=pypi,maven (maven and pypi from the mirror)" in daemon_problem()
+    assert "OFFLINE=pypi,maven: the images fetch" in daemon_problem()
 
 
 # -- the probe: a registry that answers, one that never does, one that refuses ---------
@@ -225,7 +225,8 @@ def test_a_family_forced_offline_that_the_mirror_lacks_skips_its_stacks_only(tmp
     py = SimpleNamespace(name="py", folder=stacks / "py", native={"requires": []})
     js = SimpleNamespace(name="js", folder=stacks / "js", native={"requires": []})
     reason = runner.unavailable_reason(py)
-    assert f"the mirror {empty} lacks flask==3.1.3" in reason and "make mirror SERVERS=py" in reason
+    assert f"pypi from the mirror (OFFLINE=pypi) and the mirror {empty} lacks flask==3.1.3" in reason
+    assert "make mirror SERVERS=py" in reason
     assert runner.unavailable_reason(js) is None  # npm still asks its registry
 
 

@@ -347,3 +347,19 @@ def test_dependencies_of_a_csharp_stack_name_its_packages_the_sdk_and_the_framew
     assert any(line.startswith("dotnet-sdk==10.") for line in listed), listed
     framework = [line for line in listed if line.startswith("Microsoft.AspNetCore.App==")]
     assert framework and framework[0] != "Microsoft.AspNetCore.App==10.0.0", listed
+
+
+def test_a_declared_dependencies_command_runs_in_the_stacks_environment(tmp_path):
+    """As its build and run commands do: BUILD_DIR, REPO_ROOT, the calendar."""
+    stack = stack_in(tmp_path / "env", apt=[],
+                     dependencies='test -n "$BUILD_DIR" && test -f "$WORKDAY_CALENDAR" && '
+                                  'echo "dir==$(basename "$BUILD_DIR")"')  # fmt: skip
+    assert sc.resolved_dependencies(stack) == [f"dir=={stack.build_dir.name}"]
+
+
+def test_a_failed_dependency_list_keeps_the_commands_own_words(tmp_path):
+    stack = stack_in(tmp_path / "fails", dependencies="echo 'crate index unreachable' >&2; exit 3")
+    with pytest.raises(sc.StepError) as failed:
+        sc.resolved_dependencies(stack)
+    assert "exited 3" in failed.value.message
+    assert "crate index unreachable" in failed.value.output
