@@ -17,7 +17,7 @@ from loadtest.core.runner import Limits
 from loadtest.host import tls
 from loadtest.host.ports import free_port
 from loadtest.runners.conformance import conformance_command, run_conformance
-from loadtest.runners.native import NativeRunner, base_env
+from loadtest.runners.native import NativeRunner
 from loadtest.testing import STATIC_STACK_SERVER_HEADERS
 
 NGINX_BROTLI = Path("/usr/lib/nginx/modules/ngx_http_brotli_static_module.so")
@@ -50,9 +50,9 @@ def test_static_tls_stack_runs_natively_and_passes(stack, server_header, tmp_pat
 
 def test_variant_env_reaches_the_stack():
     stock = manifests.load("nginx-static@stock")
-    assert base_env(stock)["STATIC_CONFIG"] == "stock"
-    assert "STATIC_CONFIG" not in base_env(manifests.load("nginx-static")) or (
-        base_env(manifests.load("nginx-static"))["STATIC_CONFIG"] != "stock"
+    assert manifests.stack_env(stock)["STATIC_CONFIG"] == "stock"
+    assert "STATIC_CONFIG" not in manifests.stack_env(manifests.load("nginx-static")) or (
+        manifests.stack_env(manifests.load("nginx-static"))["STATIC_CONFIG"] != "stock"
     )
     assert stock.build_dir.name == "nginx-static@stock"
 

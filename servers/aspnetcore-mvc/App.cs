@@ -35,9 +35,11 @@ public static class App
             // and cleartext HTTP/2 by prior knowledge (Kestrel's default); no HTTPS
             // redirection, no static files.
             kestrel.Listen(settings.ListenAddress, settings.Port);
-            // Tuning: AddServerHeader = true (the default, stated): Kestrel sends
-            // "Server: Kestrel"; the contract records it without judging it.
-            kestrel.AddServerHeader = true;
+            // Tuning: AddServerHeader as configured, true (Kestrel's default) unless
+            // Kestrel:AddServerHeader says otherwise (Kestrel__AddServerHeader=false in the
+            // environment): Kestrel sends "Server: Kestrel"; the contract records it
+            // without judging it, and the README measures the 2019 lesson both ways.
+            kestrel.AddServerHeader = builder.Configuration.GetValue("Kestrel:AddServerHeader", true);
             // Tuning: Kestrel's limits are left at their defaults (no limit on
             // connections or on requests per connection, keep-alive timeout 130 s,
             // request headers timeout 30 s, minimum response data rate 240 bytes/s

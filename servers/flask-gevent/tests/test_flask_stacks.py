@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 from loadtest import testing
-from loadtest.core.manifest import load
+from loadtest.core.manifest import load, stack_env
 from loadtest.core.runner import Limits
-from loadtest.runners.native import NativeRunner, base_env, running_stack
+from loadtest.runners.native import NativeRunner, running_stack
 from loadtest.testing import INPUT_CASES, INPUT_IDS, free_port
 
 SERVERS = Path(__file__).resolve().parents[2]
@@ -152,7 +152,7 @@ def test_unreadable_calendar_stops_the_start(name, tmp_path):
     skip_if_unavailable(name)
     manifest = load(name)
     NativeRunner().build(manifest)
-    env = base_env(manifest)
+    env = stack_env(manifest)
     env.update(PORT=str(free_port()), HOST="127.0.0.1", WORKDAY_CALENDAR=str(tmp_path / "none"))
     result = subprocess.run(
         ["bash", "-c", manifest.native["run"]],
