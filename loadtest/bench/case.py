@@ -54,7 +54,7 @@ class CaseRunner:
         self.loaded_s = 0.0
         self.first_record = None
         manifest = self.bench.manifests.get(stack)
-        kind = manifest.jit if manifest else None
+        kind = getattr(manifest, "jit", None)
         if kind and getattr(server, "engine", LOCAL).remote:
             self.compiler = f"the {kind} compiler is not read on another host"
         elif kind:

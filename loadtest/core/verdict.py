@@ -116,12 +116,13 @@ DRIFT_T = 3.0
 # intervals (bootstrap over each run's quarter-second windows) do not overlap,
 # the instance changed pace while it was measured: a JIT still compiling, a
 # cache, a leak. Every figure of that instance is flagged, with both numbers.
-# 25%: warm instances whose compilers had been quiet for minutes measured their
-# first case again 16-21% lower (aspnetcore, aspnetcore-mvc, spring-mvc in
-# run 20261128-102254-quick; Spring MVC's warm one-second windows swing
-# between 27k and 48k req/s on one core), while the cold start this is for
+# 40%: warm instances measured their first case again 16-21% lower (aspnetcore,
+# aspnetcore-mvc, spring-mvc, compilers quiet for a minute, in run
+# 20261128-102254-quick; Spring MVC's warm one-second windows swing between 27k
+# and 48k req/s on one core) and the contract's reference server 28% higher
+# (2-s runs at 4 connections in make test), while the cold start this is for
 # differs 2-7x (Spring MVC 6,573 against 15-18k req/s warm).
-RECHECK_BOUND = 0.25
+RECHECK_BOUND = 0.40
 # STALL: a quarter-second window in the middle of a load (loopback bytes) that
 # carried under 1% of the median window's traffic: the server answered nothing
 # for that long (cherrypy's hello at 128 connections: 0 to 3,138 req/s in one
