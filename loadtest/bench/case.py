@@ -128,6 +128,8 @@ class CaseRunner:
                                 jit=signal,
                                 loaded_before_s=self.loaded_s)  # fmt: skip
         warmed.jit_signal = signal.name if signal else (self.compiler or "")
+        if signal and warmed.jit_quiet is None:
+            warmed.jit_signal += ": no reading, so the windows alone decided"
         self.loaded_s += warmed.seconds
         if not warmed.steady and not warmed.problem:
             self.bench.say(f"[yellow]! {escape(instance.stack)} {scenario}: not steady after "

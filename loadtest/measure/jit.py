@@ -31,6 +31,7 @@ recorded beside it.
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import struct
@@ -246,7 +247,7 @@ class DotnetCounters:
         if client_cpus:  # on the load tool's cores, never on the server's
             command = ["taskset", "-c", ",".join(map(str, client_cpus)), *command]
         process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                   stderr=subprocess.STDOUT)  # fmt: skip
+                                   stderr=subprocess.STDOUT, env=tool_env())  # fmt: skip
         return cls(process)
 
     def read(self) -> None:
@@ -323,6 +324,14 @@ class Screen:
             if name and number:
                 found[name.group(1)] = float(number.group(1).replace(",", ""))
         return found
+
+
+def tool_env() -> dict:
+    """This environment without the .NET runtime settings given to the server under test:
+    dotnet-counters is a .NET program too (DOTNET_SYSTEM_NET_SOCKETS_INLINE_COMPLETIONS=1
+    stalls its own reads of the diagnostics port)."""
+    return {k: v for k, v in os.environ.items()
+            if not k.startswith(("DOTNET_", "COMPlus_")) or k == "DOTNET_ROOT"}  # fmt: skip
 
 
 def dotnet_counters() -> Path | str:

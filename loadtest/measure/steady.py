@@ -37,6 +37,9 @@ from loadtest.core.verdict import (
 from loadtest.measure.jit import JitWatch
 
 LOOPBACK = "lo"
+# A compiler signal that has given nothing after this many windows is given up
+# (dotnet-counters, a .NET program itself, took over 3 s to start beside wrk on one core).
+JIT_SILENT_WINDOWS = 10
 # Leading and trailing windows below this share of the median are idle: before
 # the tool started or after it ended. Low on purpose: a server that collapses
 # half-way must stay in the span; the one partial window at each end is
@@ -126,10 +129,12 @@ def warm_up(
             result.problem = "a warm-up window failed"
             return result
         result.curve.append(rate)
-        if jit is not None:
+        if jit is not None and result.jit_quiet is not None:
             jit.read()
             result.jit_compile_ms, result.jit_compiles = jit.busy_ms[seen:], jit.methods[seen:]
             result.jit_quiet = jit.quiet()
+            if not result.jit_compile_ms and len(result.curve) >= JIT_SILENT_WINDOWS:
+                result.jit_quiet = None  # the signal gives nothing: the windows alone decide
         if settled(result.curve) and result.jit_quiet is not False:
             result.steady = True
             return result

@@ -174,3 +174,18 @@ def test_a_trickle_of_methods_in_little_time_is_not_quiet():
     assert not watch.quiet()  # one window of 30 methods in the last five
     watch.read()
     assert watch.quiet()
+
+
+def test_a_signal_that_gives_no_reading_is_given_up_after_a_few_windows():
+    class Silent:
+        name = "silent"
+
+        def compiled(self):
+            return None
+
+        def close(self):
+            pass
+
+    warmed = steady.warm_up(lambda: 1000.0, bound_s=5, jit=jit.JitWatch(Silent()))
+    assert warmed.steady and warmed.jit_quiet is None and not warmed.cold
+    assert len(warmed.curve) == steady.JIT_SILENT_WINDOWS

@@ -408,3 +408,34 @@ def test_two_stacks_build_and_pass_from_the_mirror_with_no_network_and_a_third_i
     row = next(line for line in output.splitlines() if line.startswith("bjoern "))
     assert "SKIPPED" in row and "bjoern==" in row and "make mirror SERVERS=bjoern" in row, row
     assert "check: 2 passed, 0 failed, 1 skipped" in output
+
+
+# -- NuGet: filled by a locked restore, read through RestoreSources ------------------
+
+
+@pytest.mark.skipif(shutil.which("dotnet") is None, reason="dotnet not found")
+@pytest.mark.skipif(not can_unshare_network(), reason="unshare -n not available (needs root)")
+def test_the_csharp_tests_restore_from_a_nuget_mirror_with_no_network(tmp_path):
+    # Filled the way make mirror does it (a locked restore into the mirror's nuget/),
+    # then restored again with an empty packages folder, the mirror as the only
+    # source and no route anywhere: every package of the lock file comes from it.
+    store = tmp_path / "mirror"
+    if registries.is_offline("nuget"):
+        pytest.skip("nuget is read from a mirror here: this one cannot be filled")
+    assert fill.fill_nuget(fill.SHARED_CSHARP / "Serverlab.Contract.Tests", store) is None
+    assert offline.missing_nuget(fill.SHARED_CSHARP / "Serverlab.Contract.Tests", store) == []
+    project = fill.SHARED_CSHARP / "Serverlab.Contract.Tests" / "Serverlab.Contract.Tests.csproj"
+    env = {**os.environ, **mirror.family_env("nuget", store),
+           "NUGET_PACKAGES": str(tmp_path / "empty-packages"), "DOTNET_CLI_HOME": str(tmp_path)}
+    restored = subprocess.run(
+        ["unshare", "-n", "dotnet", "restore", str(project), "--locked-mode", "--force",
+         "--no-cache", "-p:BaseIntermediateOutputPath=" + str(tmp_path / "obj") + "/"],
+        env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert restored.returncode == 0, restored.stdout[-3000:] + restored.stderr[-2000:]
+    assert (tmp_path / "empty-packages" / "xunit" / "2.9.3").is_dir()
+    # A package taken out of the mirror is named, and only it.
+    shutil.rmtree(mirror.nuget_dir(store) / "xunit.assert")
+    assert offline.missing_nuget(fill.SHARED_CSHARP / "Serverlab.Contract.Tests", store) == [
+        "xunit.assert@2.9.3"
+    ]
