@@ -424,12 +424,17 @@ def test_the_csharp_tests_restore_from_a_nuget_mirror_with_no_network(tmp_path):
         pytest.skip("nuget is read from a mirror here: this one cannot be filled")
     assert fill.fill_nuget(fill.SHARED_CSHARP / "Serverlab.Contract.Tests", store) is None
     assert offline.missing_nuget(fill.SHARED_CSHARP / "Serverlab.Contract.Tests", store) == []
-    project = fill.SHARED_CSHARP / "Serverlab.Contract.Tests" / "Serverlab.Contract.Tests.csproj"
+    # A copy of the projects, so the restore writes its obj/ folders there and not in
+    # the checkout (one obj/ given on the command line would be shared by the
+    # referenced project too, and the last restore written wins).
+    sources = tmp_path / "csharp"
+    shutil.copytree(fill.SHARED_CSHARP, sources, ignore=shutil.ignore_patterns("bin", "obj"))
+    project = sources / "Serverlab.Contract.Tests" / "Serverlab.Contract.Tests.csproj"
     env = {**os.environ, **mirror.family_env("nuget", store),
            "NUGET_PACKAGES": str(tmp_path / "empty-packages"), "DOTNET_CLI_HOME": str(tmp_path)}
     restored = subprocess.run(
         ["unshare", "-n", "dotnet", "restore", str(project), "--locked-mode", "--force",
-         "--no-cache", "-p:BaseIntermediateOutputPath=" + str(tmp_path / "obj") + "/"],
+         "--no-cache"],
         env=env, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert restored.returncode == 0, restored.stdout[-3000:] + restored.stderr[-2000:]
