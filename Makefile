@@ -125,6 +125,10 @@ compare: bootstrap ## Compare two runs (ratio per case with its interval, what c
 	@test -n "$(RUNS)" || { echo "usage: make compare RUNS=<old-run-id>,<new-run-id>  (see results/index.html)"; exit 2; }
 	@$(HARNESS) compare '$(RUNS)'
 
+.PHONY: aa
+aa: bootstrap ## A/A: the same bench AA_RUNS times (4), every pair compared, the false-alarm rate: make aa PROFILE=smoke REPEAT=3 SERVERS=a,b,c [RUNS=<run>,<run>,...]
+	@$(HARNESS) aa $(BENCH_ARGS) $(call knob,AA_RUNS,times) $(call knob,RUNS,runs)
+
 .PHONY: new-server
 new-server: bootstrap ## Create servers/<name>/ from a template, a stub answering 501: make new-server NAME=x LANG=go|python|java|node|rust|csharp|other
 	@test -n "$(NAME)" -a "$(origin LANG)" = "command line" || { echo "usage: make new-server NAME=<name> LANG=<go|python|java|node|rust|csharp|other> [DISPLAY_NAME='...']  (LANG on the make command line; see docs/adding-a-server.md)"; exit 2; }

@@ -10,6 +10,7 @@ import argparse
 import sys
 
 from loadtest.commands import (
+    aa,
     bench,
     check,
     compare,
@@ -30,8 +31,8 @@ from loadtest.core.mirror import OfflineChoiceError
 from loadtest.host import registries
 
 COMMANDS = (
-    stacks, check, serve, bench, report, compare, scaffold, labs, hostile, soak, docker, mirror,
-    remote,
+    stacks, check, serve, bench, report, compare, aa, scaffold, labs, hostile, soak, docker,
+    mirror, remote,
 )  # fmt: skip
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from rich.console import Console
@@ -22,6 +22,7 @@ class PlanContext:
     primed: dict[str, float]
     priority: int
     folder: Path
+    unavailable: dict[str, str] = field(default_factory=dict)  # stack -> why not here
 
 
 def print_plan(
@@ -65,6 +66,9 @@ def print_plan(
         f"  plan: {cases} measurements in {len(todo)} server starts; "
         f"estimated [bold]{minutes(estimate)}[/] (builds not included)"
     )
+    if run.unavailable:
+        skipped = "; ".join(f"{name} ({why})" for name, why in run.unavailable.items())
+        console.print(f"  [yellow]not in the plan, cannot run here:[/] {escape(skipped)}")
     console.print(f"  results: {escape(str(run.folder))}")
 
 

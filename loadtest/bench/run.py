@@ -213,9 +213,12 @@ class Bench:
         the_plan = plan.build_plan(self.knobs, stacks, self.contracts)
         if self.resume:
             self.load_previous()
+        # Stacks that cannot run here are not in the estimate, and the printout says so.
+        unavailable = self.unavailable_stacks(stacks)
+        expected = [i for i in self.remaining(the_plan) if i.stack not in unavailable]
         print_plan(
-            self.console, self.knobs, stacks, self.remaining(the_plan),
-            PlanContext(self.contracts, self.primed(), self.priority, self.folder),
+            self.console, self.knobs, stacks, expected,
+            PlanContext(self.contracts, self.primed(), self.priority, self.folder, unavailable),
         )  # fmt: skip
         if dry_run:
             return 0
@@ -367,6 +370,16 @@ class Bench:
             repetition=repetition,
         )  # fmt: skip
         self.say(f"[bold red]✗ {escape(exc.explain())}[/]")
+
+    def unavailable_stacks(self, stacks: list[str]) -> dict[str, str]:
+        """Stack -> why it cannot run here (a missing toolchain, packages the mirror lacks)."""
+        reasons = {}
+        for name in stacks:
+            with contextlib.suppress(ManifestError):
+                reason = self.runner.unavailable_reason(load(name))
+                if reason:
+                    reasons[name] = reason
+        return reasons
 
     def prepare(self, stacks: list[str], run_info: dict) -> None:
         """Prerequisites and build for every stack, before any load."""

@@ -10,11 +10,9 @@ the best run is the one where the noise happened to help.
 
 from __future__ import annotations
 
-import itertools
 import math
 import random
 import statistics
-from collections import Counter
 from dataclasses import asdict, dataclass
 
 
@@ -84,9 +82,6 @@ def nearest_rank(ordered: list[float], percent: float) -> float:
 # 1% between seeds at this count, and it costs milliseconds per case.
 BOOTSTRAP_RESAMPLES = 2000
 CONFIDENCE = 0.95
-# Samples up to this total are compared by the exact Mann-Whitney distribution
-# (every split enumerated: C(20, 10) = 184,756); beyond, the normal approximation.
-EXACT_U_MAX = 20
 
 
 def bootstrap_ci(
@@ -107,22 +102,6 @@ def bootstrap_ci(
     return _percentile_pair(estimates, level)
 
 
-def ratio_ci(
-    old, new, level: float = CONFIDENCE, resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0
-) -> tuple[float, float] | None:
-    """Bootstrap interval of median(new) / median(old), each side resampled alone."""
-    before, after = clean(old), clean(new)
-    if len(before) < 2 or len(after) < 2:
-        return None
-    rng = random.Random(seed)
-    ratios = []
-    for _ in range(resamples):
-        base = statistics.median(rng.choices(before, k=len(before)))
-        if base > 0:
-            ratios.append(statistics.median(rng.choices(after, k=len(after))) / base)
-    return _percentile_pair(sorted(ratios), level) if ratios else None
-
-
 def _percentile_pair(ordered: list[float], level: float) -> tuple[float, float]:
     tail = (1 - level) / 2
     low = ordered[int(tail * (len(ordered) - 1))]
@@ -130,47 +109,85 @@ def _percentile_pair(ordered: list[float], level: float) -> tuple[float, float]:
     return low, high
 
 
-def mann_whitney_p(a, b) -> float | None:
-    """Two-sided p-value of the Mann-Whitney U test; None when a side is empty.
+def welch_log_test(old, new) -> tuple[float, float, float, float] | None:
+    """Welch's t-test on the logarithms: (log ratio, its standard error, degrees of
+    freedom, two-sided p); None below two values a side.
 
-    Exact for small samples (ties broken by mid-ranks, every split counted),
-    normal approximation with tie correction beyond EXACT_U_MAX values. Note
-    that 3 rounds against 3 can never give p < 0.1: that is the data's limit.
+    Throughput varies by a share of itself, so its logarithm has one spread
+    whatever the level; the log ratio is the difference of the sides' mean
+    logs (the ratio of their geometric means). With three rounds a side it
+    is exact when the logs are normal, where a rank test cannot go below
+    p = 0.1. Two sides without any spread differ with p 0 or 1.
     """
-    x, y = clean(a), clean(b)
-    if not x or not y:
+    a, b = [math.log(v) for v in clean(old) if v > 0], [math.log(v) for v in clean(new) if v > 0]
+    if len(a) < 2 or len(b) < 2:
         return None
-    ranks = _midranks(x + y)
-    observed = sum(ranks[: len(x)])
-    if len(x) + len(y) <= EXACT_U_MAX:
-        return _exact_rank_sum_p(ranks, len(x), observed)
-    n1, n2 = len(x), len(y)
-    n = n1 + n2
-    mean = n1 * (n + 1) / 2
-    ties = sum(c**3 - c for c in Counter(ranks).values())
-    variance = n1 * n2 / 12 * ((n + 1) - ties / (n * (n - 1)))
-    if variance <= 0:
+    shift = statistics.fmean(b) - statistics.fmean(a)
+    va, vb = statistics.variance(a) / len(a), statistics.variance(b) / len(b)
+    se = math.sqrt(va + vb)
+    if se == 0:
+        return shift, 0.0, math.inf, (1.0 if shift == 0 else 0.0)
+    df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
+    return shift, se, df, t_two_sided_p(shift / se, df)
+
+
+def t_two_sided_p(t: float, df: float) -> float:
+    """P(|T| >= |t|) for Student's t with `df` degrees of freedom (df may be fractional)."""
+    if math.isinf(df):
+        return math.erfc(abs(t) / math.sqrt(2))
+    return regularized_beta(df / (df + t * t), df / 2, 0.5)
+
+
+def t_quantile(probability: float, df: float) -> float:
+    """The t value with P(T <= t) = probability (0.5 < probability < 1), by bisection."""
+    low, high = 0.0, 1e3
+    for _ in range(200):
+        middle = (low + high) / 2
+        if 1 - t_two_sided_p(middle, df) / 2 < probability:
+            low = middle
+        else:
+            high = middle
+    return (low + high) / 2
+
+
+def regularized_beta(x: float, a: float, b: float) -> float:
+    """I_x(a, b) by its continued fraction (Numerical Recipes' betacf, modified Lentz)."""
+    if x <= 0:
+        return 0.0
+    if x >= 1:
         return 1.0
-    z = (abs(observed - mean) - 0.5) / math.sqrt(variance)
-    return min(1.0, math.erfc(max(z, 0) / math.sqrt(2)))
+    front = math.exp(
+        math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log(1 - x)
+    )
+    if x > (a + 1) / (a + b + 2):
+        return 1 - regularized_beta(1 - x, b, a)
+    tiny = 1e-300
+    c, d = 1.0, 1 - (a + b) * x / (a + 1)
+    d = 1 / (d if abs(d) > tiny else tiny)
+    fraction = d
+    for m in range(1, 300):
+        for numerator in (
+            m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
+            -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1)),
+        ):
+            d = 1 + numerator * d
+            d = 1 / (d if abs(d) > tiny else tiny)
+            c = 1 + numerator / c
+            c = c if abs(c) > tiny else tiny
+            fraction *= c * d
+        if abs(c * d - 1) < 1e-14:
+            break
+    return front * fraction / a
 
 
-def _midranks(values: list[float]) -> list[float]:
-    order = sorted(range(len(values)), key=lambda i: values[i])
-    ranks = [0.0] * len(values)
-    i = 0
-    while i < len(order):
-        j = i
-        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
-            j += 1
-        for k in range(i, j + 1):
-            ranks[order[k]] = (i + j) / 2 + 1
-        i = j + 1
-    return ranks
-
-
-def _exact_rank_sum_p(ranks: list[float], n1: int, observed: float) -> float:
-    mean = n1 * (len(ranks) + 1) / 2
-    distance = abs(observed - mean) - 1e-9
-    sums = [sum(pick) for pick in itertools.combinations(ranks, n1)]
-    return sum(1 for s in sums if abs(s - mean) >= distance) / len(sums)
+def benjamini_hochberg(p_values: list[float]) -> list[float]:
+    """Adjusted p-values (q) controlling the false discovery rate over one family of
+    tests: a case is a discovery at level q when its adjusted value is below q."""
+    order = sorted(range(len(p_values)), key=lambda i: p_values[i])
+    adjusted = [1.0] * len(p_values)
+    running = 1.0
+    for rank in range(len(order), 0, -1):
+        index = order[rank - 1]
+        running = min(running, p_values[index] * len(order) / rank)
+        adjusted[index] = running
+    return adjusted

@@ -1,15 +1,16 @@
 """Two runs side by side: `make compare RUNS=<old>,<new>`.
 
-Per stack x scenario x connections (x tool, rate, quota, cores, phase) found
-in both runs: the ratio new/old of the median requests/s with a 95%
-bootstrap interval (core/stats.py `ratio_ci`) over the samples of each side
-(report/samples.py: the rounds, or the windows of a one-round run). A case
-is called a regression or an improvement only when the interval excludes 1
-(and, with 4 or more rounds on each side, Mann-Whitney U agrees at
-p < 0.05); anything else is "no significant change". A side with one round
-has only the windows of that run: the change is shown, not tested. Then what differs
-between the runs: commit, runtime and tool versions, dependencies, knobs
-and host. Written to results/compare-<old>-vs-<new>/compare.md and .html.
+Per stack x scenario x connections (x tool, rate, phase, and quota and server
+cores when a run sweeps them) found in both runs: the ratio new/old of the
+rounds' geometric means, its 95% interval and a verdict by the rules of
+report/change.py (Welch's t-test on log requests/s, Benjamini-Hochberg over
+the comparison's cases, a noise floor; one-round sides are shown, not
+tested). A quota or core count that is the same for every case of a run is a
+setting of the run, not a case: two runs that differ in it are compared case
+by case, and the setting is listed with what changed. Then what differs
+between the runs: commit, runtime and tool versions, dependencies, knobs and
+host; and what A/A runs on the same host showed (report/noise.py). Written to
+results/compare-<old>-vs-<new>/compare.md and .html.
 """
 
 from __future__ import annotations
@@ -18,12 +19,13 @@ import html
 import json
 import statistics
 from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 
 from loadtest.bench.results import RESULTS_FILE, RUN_FILE, read_records
-from loadtest.core.stats import mann_whitney_p, ratio_ci
+from loadtest.report.change import MIN_EFFECT, VERDICTS, Samples, judge_all
 from loadtest.report.interactive import OFFLINE_META, chart_div, ratio_chart, scripts
-from loadtest.report.leaderboard import MWU_MIN_SAMPLES, SIGNIFICANCE
+from loadtest.report.noise import host_noise, noise_line
 from loadtest.report.samples import ROUNDS, rps_samples
 
 HEAD = ["stack", "scenario", "conn", "tool/rate", "old req/s", "new req/s", "new/old",
@@ -38,6 +40,18 @@ def case_key(record: dict) -> tuple:
     return (record["stack"], record["scenario"], record["connections"], record["tool"],
             record.get("rate_spec", ""), record.get("cpu_quota"), record.get("server_cores"),
             record.get("phase", "measure"))  # fmt: skip
+
+
+QUOTA, CORES = 5, 6  # the places of the sweepable settings in case_key
+
+
+def settings_of_the_run(cases: dict[tuple, list[dict]]) -> dict[tuple, list[dict]]:
+    """The cases keyed without the quota and core count when the run has one value of each
+    (a setting of the run, not a dimension of its cases)."""
+    for place in (QUOTA, CORES):
+        if len({key[place] for key in cases}) == 1:
+            cases = {key[:place] + (None,) + key[place + 1:]: rows for key, rows in cases.items()}
+    return cases
 
 
 def load_run(folder: Path) -> tuple[dict, dict[tuple, list[dict]]]:
@@ -59,45 +73,27 @@ def load_run(folder: Path) -> tuple[dict, dict[tuple, list[dict]]]:
     return run, cases
 
 
-def judge(old: list[float], new: list[float], rounds: bool = True) -> tuple[float, tuple | None, str]:
-    """(ratio of medians, its interval, verdict) for one case. `rounds`: both sides'
-    samples are rounds; windows of one run do not show run-to-run noise, so a
-    change between one-round runs is shown but not tested."""
-    ratio = statistics.median(new) / statistics.median(old)
-    interval = ratio_ci(old, new)
-    if not rounds:
-        return ratio, interval, "not tested (one round on a side: REPEAT >= 3)"
-    if interval is None:
-        return ratio, None, "no significant change (one sample each: no interval)"
-    low, high = interval
-    if low > 1 or high < 1:
-        verdict = "improvement" if low > 1 else "regression"
-        if len(old) >= MWU_MIN_SAMPLES and len(new) >= MWU_MIN_SAMPLES:
-            p = mann_whitney_p(old, new)
-            if p is None or p >= SIGNIFICANCE:
-                return ratio, interval, f"no significant change (MWU p={p:.3f})"
-            verdict += f" (MWU p={p:.3f})"
-        return ratio, interval, verdict
-    return ratio, interval, "no significant change"
-
-
-def compared_cases(old: dict, new: dict) -> list[dict]:
-    """Each case found in both runs with its medians, ratio, interval and verdict."""
-    cases = []
+def compared_cases(old: dict, new: dict, floor: float = MIN_EFFECT) -> list[dict]:
+    """Each case found in both runs with its medians, ratio, interval and verdict,
+    judged together (report/change.py)."""
+    found = []
     for key in sorted(set(old) & set(new), key=str):
         (before, source_a), (after, source_b) = rps_samples(old[key]), rps_samples(new[key])
-        if not before or not after or statistics.median(before) <= 0:
-            continue
-        ratio, interval, verdict = judge(before, after, source_a == source_b == ROUNDS)
+        if before and after and statistics.median(before) > 0:
+            found.append((key, Samples(before, after, source_a == source_b == ROUNDS),
+                          f"{len(before)} / {len(after)} ({source_a} / {source_b})"))  # fmt: skip
+    judged = judge_all([samples for _, samples, _ in found], floor)
+    cases = []
+    for (key, samples, counted), difference in zip(found, judged, strict=True):
         stack, scenario, connections, tool, rate, quota, cores, phase = key
         shown = tool + (f" @{rate}" if rate else "") + (f" q{quota:g}" if quota else "")
         shown += f" ({phase})" if phase != "measure" else ""
         cases.append({
             "stack": stack, "scenario": scenario, "connections": connections, "tool": shown,
             "label": f"{scenario} c={connections} {shown}",
-            "old": statistics.median(before), "new": statistics.median(after),
-            "ratio": ratio, "interval": interval, "verdict": verdict,
-            "samples": f"{len(before)} / {len(after)} ({source_a} / {source_b})",
+            "old": statistics.median(samples.old), "new": statistics.median(samples.new),
+            "ratio": difference.ratio, "interval": difference.interval,
+            "verdict": difference.text, "change": difference.verdict, "samples": counted,
         })  # fmt: skip
     return cases
 
@@ -148,37 +144,61 @@ def differences(old: dict, new: dict) -> list[str]:
     return lines
 
 
+@dataclass(frozen=True)
+class Comparison:
+    title: str
+    cases: list[dict]
+    changes: list[str]  # what differs between the runs' provenance
+    gone: list[str]
+    added: list[str]
+    noise: str  # what A/A runs on this host showed
+
+    @property
+    def rows(self) -> list[list[str]]:
+        return [case_cells(case) for case in self.cases]
+
+    @property
+    def counts(self) -> str:
+        verdicts = [case["change"] for case in self.cases]
+        return ", ".join(f"{verdicts.count(kind)} {kind}" for kind in VERDICTS)
+
+
 def compare(old_folder: Path, new_folder: Path, out_root: Path) -> Path:
     """Write the comparison; returns its folder. Raises CompareError."""
     old_run, old_cases = load_run(old_folder)
     new_run, new_cases = load_run(new_folder)
-    cases = compared_cases(old_cases, new_cases)
-    rows = [case_cells(case) for case in cases]
-    changes = differences(old_run, new_run)
-    gone, added = only_in(old_cases, new_cases), only_in(new_cases, old_cases)
+    old_cases, new_cases = settings_of_the_run(old_cases), settings_of_the_run(new_cases)
+    noise = host_noise(out_root, new_run)
+    floor = max(MIN_EFFECT, noise["floor"]) if noise else MIN_EFFECT
+    result = Comparison(
+        f"serverlab comparison: {old_folder.name} -> {new_folder.name}",
+        compared_cases(old_cases, new_cases, floor), differences(old_run, new_run),
+        only_in(old_cases, new_cases), only_in(new_cases, old_cases), noise_line(noise),
+    )  # fmt: skip
     folder = out_root / f"compare-{old_folder.name}-vs-{new_folder.name}"
     folder.mkdir(parents=True, exist_ok=True)
-    title = f"serverlab comparison: {old_folder.name} -> {new_folder.name}"
-    (folder / "compare.md").write_text(markdown(title, rows, changes, gone, added))
-    (folder / "compare.html").write_text(page(title, rows, changes, gone, added, ratio_chart(cases)))
+    (folder / "compare.md").write_text(markdown(result, floor))
+    (folder / "compare.html").write_text(page(result, floor, ratio_chart(result.cases)))
     return folder
 
 
-def counts(rows: list[list[str]]) -> str:
-    verdicts = [row[8].split(" (")[0] for row in rows]
-    kinds = ("regression", "improvement", "no significant change", "not tested")
-    return ", ".join(f"{verdicts.count(kind)} {kind}" for kind in kinds)
+def note(floor: float) -> str:
+    return (
+        "new/old is the ratio of the rounds' geometric means, with its 95% interval (Welch's t on "
+        "log requests/s). A case is a regression or an improvement only when the test says so "
+        "after the correction for testing every case at once (Benjamini-Hochberg, q < 0.05) and "
+        f"the change is beyond the noise floor ({floor:.0%}: how far two runs of the same thing "
+        "drift apart here); a change beyond the floor that the rounds cannot confirm is 'cannot "
+        "tell', with the rounds that would tell. A one-round side has only the windows of its "
+        "run, which do not show run-to-run noise: its change is shown, not tested."
+    )
 
 
-NOTE = ("new/old is the ratio of median requests/s; its 95% interval is a bootstrap over each "
-        "side's rounds. A case is a regression or an improvement only when the interval excludes 1 "
-        "(and Mann-Whitney U agrees, p < 0.05, with 4 or more rounds each); 3 rounds against 3 "
-        "often cannot tell. A one-round run has only the windows of that run, which do not show "
-        "run-to-run noise (10-15% on a shared host): its changes are shown, not tested.")  # fmt: skip
-
-
-def markdown(title, rows, changes, gone, added) -> str:
-    out = [f"# {title}", "", NOTE, "", f"{len(rows)} cases in both runs: {counts(rows)}.", ""]
+def markdown(result: Comparison, floor: float) -> str:
+    rows = result.rows
+    changes, gone, added = result.changes, result.gone, result.added
+    out = [f"# {result.title}", "", note(floor), "", result.noise, "",
+           f"{len(rows)} cases in both runs: {result.counts}.", ""]  # fmt: skip
     out += ["| " + " | ".join(HEAD) + " |", "|" + " --- |" * len(HEAD)]
     out += ["| " + " | ".join(row) + " |" for row in rows]
     out += ["", "## What changed between the runs", ""]
@@ -189,7 +209,10 @@ def markdown(title, rows, changes, gone, added) -> str:
     return "\n".join(out) + "\n"
 
 
-def page(title, rows, changes, gone, added, chart: dict | None) -> str:
+def page(result: Comparison, floor: float, chart: dict | None) -> str:
+    title, rows, changes = result.title, result.rows, result.changes
+    gone, added = result.gone, result.added
+
     def table(head, body):
         cells = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>"
                         for row in body)  # fmt: skip
@@ -204,8 +227,9 @@ def page(title, rows, changes, gone, added, chart: dict | None) -> str:
     figures = [chart] if chart else []
     return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">{OFFLINE_META}<title>'
             f"{html.escape(title)}</title><style>{style}</style></head><body>"
-            f"<h1>{html.escape(title)}</h1><p>{html.escape(NOTE)}</p>"
-            f"<p>{len(rows)} cases in both runs: {html.escape(counts(rows))}.</p>"
+            f"<h1>{html.escape(title)}</h1><p>{html.escape(note(floor))}</p>"
+            f"<p>{html.escape(result.noise)}</p>"
+            f"<p>{len(rows)} cases in both runs: {html.escape(result.counts)}.</p>"
             + "".join(chart_div(figure) for figure in figures) + table(HEAD, rows) + f"<h2>What changed between the runs</h2><ul>{items}</ul>"
             + (f"<h2>Cases in one run only</h2><ul>{one_side}</ul>" if one_side else "")
             + scripts(figures) + "</body></html>\n")  # fmt: skip

@@ -2,28 +2,29 @@
 requests/s with a 95% interval, what limited each figure, and whether the gap
 to the next stack is more than noise.
 
-The gap is tested only over rounds, with Mann-Whitney U (p < 0.05) when both
-stacks have at least MWU_MIN_SAMPLES of them; with fewer (three rounds cannot
-reach p < 0.05) the intervals decide: a gap counts only when they do not
-overlap. Each row says which rule decided. The ceiling is shown under the ranking, unranked.
+The gap obeys `make compare`'s rules (report/change.py): only rounds are
+tested, Welch's t-test on log requests/s between the two stacks' rounds,
+Benjamini-Hochberg over every gap of the report, and a gap smaller than the
+noise floor is "within noise" however small its p. The ceiling is shown
+under the ranking, unranked.
 """
 
 from __future__ import annotations
 
-from loadtest.core.stats import mann_whitney_p
+from loadtest.report.change import CANNOT_TELL, NO_CHANGE, NOT_TESTED, Samples, judge_all
 from loadtest.report.samples import ROUNDS
 
-MWU_MIN_SAMPLES = 4
-SIGNIFICANCE = 0.05
 LEADERBOARD_HEAD = ["#", "stack", "req/s (median)", "95% interval", "limited by", "p99 ms",
                     "errors", "gap to next"]  # fmt: skip
 LEADERBOARD_NOTE = (
     "Ranked by median requests/s (closed loop). The 95% interval is a bootstrap of the "
     "median over the rounds (REPEAT >= 2), or over the quarter-second windows of the one "
     "run, which are not independent and give a narrower interval: the caption says which. "
-    "'gap to next' tells whether this stack is faster than the next one down beyond noise: "
-    "Mann-Whitney U (p < 0.05) with 4 or more rounds each, else non-overlapping intervals; "
-    "with one round it is not tested (windows of one run do not show run-to-run noise). "
+    "'gap to next' tells whether this stack is faster than the next one down beyond noise, "
+    "by the rules of make compare: Welch's t on log requests/s over the rounds, corrected for "
+    "every gap of the report at once (Benjamini-Hochberg, q < 0.05), and only beyond the noise "
+    "floor (10%); with one round it is not tested (windows of one run do not show run-to-run "
+    "noise). "
     "A figure marked (?) was limited by neither side and is not the stack's capacity."
 )
 
@@ -45,24 +46,30 @@ def ranked_rows(rows: list[dict]) -> dict[tuple, list[dict]]:
     return dict(sorted(boards.items(), key=lambda item: str(item[0])))
 
 
-def gap(faster: dict, slower: dict) -> str:
-    """Whether `faster` beats `slower` beyond noise, and by which rule.
+def gaps(boards: dict[tuple, list[dict]]) -> dict[tuple[int, int], str]:
+    """(id of the faster row, id of the next one down) -> the gap's verdict, every gap of
+    the report judged together."""
+    pairs, samples = [], []
+    for board in boards.values():
+        stacks = [r for r in board if not r["ceiling"]]
+        for faster, slower in zip(stacks, stacks[1:], strict=False):
+            rounds = faster.get("rps_ci_source") == slower.get("rps_ci_source") == ROUNDS
+            pairs.append((id(faster), id(slower)))
+            samples.append(Samples(slower.get("_rps_samples") or [slower["rps_median"]],
+                                   faster.get("_rps_samples") or [faster["rps_median"]], rounds))  # fmt: skip
+    judged = judge_all(samples)
+    return {pair: gap_text(difference) for pair, difference in zip(pairs, judged, strict=True)}
 
-    Only rounds are independent: the windows of one run say nothing of how
-    much the next run would differ (10-15% on a shared 2-core VM), so with
-    one round a gap is not tested."""
-    if faster.get("rps_ci_source") != ROUNDS or slower.get("rps_ci_source") != ROUNDS:
+
+def gap_text(difference) -> str:
+    """A gap in the leaderboard's words: the faster stack is 'new', the slower 'old'."""
+    if difference.verdict == NOT_TESTED:
         return "not tested (one round: REPEAT >= 2)"
-    a, b = faster.get("_rps_samples") or [], slower.get("_rps_samples") or []
-    if len(a) >= MWU_MIN_SAMPLES and len(b) >= MWU_MIN_SAMPLES:
-        p = mann_whitney_p(a, b)
-        verdict = "significant" if p is not None and p < SIGNIFICANCE else "within noise"
-        return f"{verdict} (MWU p={p:.3f})"
-    low, high = faster.get("rps_ci_low"), slower.get("rps_ci_high")
-    if low is None or high is None:
-        return "unknown (one sample each)"
-    verdict = "significant" if low > high else "within noise"
-    return f"{verdict} (intervals)"
+    if difference.verdict == NO_CHANGE:
+        return f"within noise ({difference.detail})"
+    if difference.verdict == CANNOT_TELL:
+        return f"cannot tell ({difference.detail})"
+    return f"significant ({difference.detail})"
 
 
 def caption(key: tuple, board: list[dict]) -> str:
@@ -81,7 +88,9 @@ def leaderboards(rows: list[dict], limited_by, mark) -> list[tuple[str, list[lis
     """(caption, table rows) per board. `limited_by(row)` and `mark(row)` come from
     the renderer, so the verdict reads the same here as in the detailed tables."""
     tables = []
-    for key, board in ranked_rows(rows).items():
+    boards = ranked_rows(rows)
+    gap_of = gaps(boards)
+    for key, board in boards.items():
         stacks = [r for r in board if not r["ceiling"]]
         cells = []
         for place, row in enumerate(board, start=1):
@@ -97,7 +106,7 @@ def leaderboards(rows: list[dict], limited_by, mark) -> list[tuple[str, list[lis
                 limited_by(row),
                 f"{p99:.2f}" if p99 is not None else "-",
                 str(row.get("errors_total") or 0),
-                gap(row, following) if following else "-",
+                gap_of[(id(row), id(following))] if following else "-",
             ])  # fmt: skip
         tables.append((caption(key, board), cells))
     return tables

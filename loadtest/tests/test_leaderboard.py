@@ -3,7 +3,7 @@ significant only when the data can tell (report/leaderboard.py, report/samples.p
 
 from __future__ import annotations
 
-from loadtest.report.leaderboard import gap, leaderboards, ranked_rows
+from loadtest.report.leaderboard import leaderboards, ranked_rows
 from loadtest.report.samples import ROUNDS, WINDOWS, rps_samples
 from loadtest.report.summary import measurement_rows
 
@@ -31,25 +31,30 @@ def test_rounds_far_apart_rank_and_are_significant_by_intervals():
     records += [record("slow", v, i) for i, v in enumerate([500, 505, 495], 1)]
     cells = board(records)
     assert [c[1] for c in cells] == ["fast", "slow"]
-    assert cells[0][7] == "significant (intervals)"  # 3 rounds each: MWU cannot reach 0.05
+    assert cells[0][7].startswith("significant (q=0.0")  # Welch's t: possible at 3 rounds each
     assert cells[1][7] == "-"
 
 
 def test_overlapping_rounds_are_within_noise():
     records = [record("a", v, i) for i, v in enumerate([1000, 900, 1100], 1)]
     records += [record("b", v, i) for i, v in enumerate([980, 1050, 920], 1)]
-    assert board(records)[0][7] == "within noise (intervals)"
+    assert board(records)[0][7] == "within noise (within the 10% noise floor)"
 
 
-def test_four_rounds_or_more_use_mann_whitney():
-    fast = {"_rps_samples": [1000, 1010, 990, 1005, 995], "rps_ci_low": 990, "rps_ci_source": ROUNDS}
-    slow = {"_rps_samples": [500, 505, 495, 502, 498], "rps_ci_high": 505, "rps_ci_source": ROUNDS}
-    assert gap(fast, slow).startswith("significant (MWU p=0.008")
-    same = {"_rps_samples": [1000, 990, 1010, 1001, 999], "rps_ci_high": 1010,
-            "rps_ci_source": ROUNDS}  # fmt: skip
-    assert gap(fast, same).startswith("within noise (MWU")
-    # Windows of one run do not show run-to-run noise: no test.
-    assert gap({**fast, "rps_ci_source": WINDOWS}, slow).startswith("not tested")
+def test_a_gap_beyond_the_floor_that_three_rounds_cannot_confirm_says_so():
+    records = [record("a", v, i) for i, v in enumerate([1300, 900, 1500], 1)]
+    records += [record("b", v, i) for i, v in enumerate([1000, 1150, 850], 1)]
+    gap = board(records)[0][7]
+    assert gap.startswith("cannot tell (q=") and "rounds a side would tell" in gap
+
+
+def test_one_round_is_not_tested_and_a_close_pair_is_within_noise():
+    fast = [record("fast", 1000.0)] + [record("slow", v, i) for i, v in enumerate([500, 505], 1)]
+    assert board(fast)[0][7] == "not tested (one round: REPEAT >= 2)"
+    near = [record("a", v, i) for i, v in enumerate([1000, 1010, 990, 1005, 995], 1)]
+    near += [record("b", v, i) for i, v in enumerate([960, 965, 955, 962, 958], 1)]
+    # 4% apart with almost no spread: significant by the test, under the 10% floor.
+    assert board(near)[0][7] == "within noise (within the 10% noise floor)"
 
 
 def test_one_round_takes_its_intervals_from_the_windows_of_the_run():

@@ -103,9 +103,9 @@ SYSTEM_PLUGIN_DIRS = (
 )
 
 
-def dry_run(**env: str) -> subprocess.CompletedProcess:
+def dry_run(servers: str = "gin", **env: str) -> subprocess.CompletedProcess:
     command = [sys.executable, "-m", "loadtest", "bench", "--profile", "smoke",
-               "--servers", "gin", "--dry-run"]  # fmt: skip
+               "--servers", servers, "--dry-run"]  # fmt: skip
     full_env = {**os.environ, "RUNNER": "", "DOCKER_HOST": NO_DAEMON, **env}
     return subprocess.run(
         command, cwd=REPO_ROOT, capture_output=True, text=True, env=full_env, timeout=120
@@ -139,3 +139,15 @@ def test_check_stays_native_unless_runner_is_given():
     forced = subprocess.run([*command, "--runner", "docker"], cwd=REPO_ROOT,
                             capture_output=True, text=True, env=env)  # fmt: skip
     assert forced.returncode == 2 and "check: RUNNER=docker, but " in forced.stderr
+
+
+@pytest.mark.skipif(shutil.which("wrk") is None, reason="wrk not installed (make bootstrap)")
+def test_a_stack_that_cannot_run_here_is_named_and_left_out_of_the_estimate(tmp_path):
+    # Cargo read from an empty mirror: axum cannot be built, whatever else the machine has.
+    offline = {"RUNNER": "native", "OFFLINE": "cargo", "MIRROR": str(tmp_path)}
+    both = dry_run("axum,sanic", **offline)
+    alone = dry_run("sanic", **offline)
+    assert both.returncode == 0, both.stdout + both.stderr
+    assert "not in the plan, cannot run here: axum (" in both.stdout
+    plan_line = [line for line in both.stdout.splitlines() if "plan:" in line]
+    assert plan_line == [line for line in alone.stdout.splitlines() if "plan:" in line]

@@ -16,6 +16,8 @@ import sys
 from loadtest.core.manifest import REPO_ROOT
 from loadtest.tests.browser import CHROMIUM, MISSING, inspect, screenshot
 from loadtest.tests.test_bench_faults import (
+    SHORT,
+    bench_env,
     only_run,
     pytestmark,  # noqa: F401  (nginx and wrk needed, as for the fault tests)
     run_bench,
@@ -104,3 +106,41 @@ def test_leaderboard_gallery_and_comparison_of_real_runs(stacks, tmp_path):  # n
     for bad in ("one-run-only", f"{folder.name},no-such-run"):
         refused = harness("compare", bad, "--results-dir", str(results))
         assert refused.returncode == 2 and "compare:" in refused.stdout, refused.stdout
+
+
+def test_a_a_runs_give_the_false_alarm_rate_that_compare_prints(stacks, tmp_path):  # noqa: F811
+    # Three real runs of the same stand-in, every pair compared by make compare's rules.
+    only = stacks.add("only")
+    results = tmp_path / "results"
+    made = subprocess.run(
+        [sys.executable, "-m", "loadtest", "aa", "--times", "3", "--results-dir", str(results),
+         "--servers", only, *SHORT, "--repeat", "3", "--duration", "1"],
+        cwd=REPO_ROOT, env=bench_env(stacks), capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert made.returncode == 0, made.stdout[-3000:] + made.stderr[-3000:]
+    (folder,) = results.glob("aa-*")
+    summary = json.loads((folder / "aa.json").read_text())
+    runs = summary["runs"]
+    assert len(runs) == 3 and summary["pairs"] == 3
+    assert [(p["old"], p["new"]) for p in summary["by_pair"]] == [
+        (runs[0], runs[1]), (runs[0], runs[2]), (runs[1], runs[2])]  # fmt: skip
+    # Two cases a run (the stand-in and the ceiling), each pair compares both.
+    assert summary["cases_compared"] == 6
+    called = sum(len(p["called"]) for p in summary["by_pair"])
+    assert summary["changes_called"] == called
+    assert summary["false_alarm_rate"] == called / 6
+    assert 0 <= summary["floor"] <= summary["largest_difference"]
+    assert "false alarms:" in made.stdout
+
+    compared = harness("compare", f"{runs[0]},{runs[2]}", "--results-dir", str(results))
+    assert compared.returncode == 0, compared.stdout + compared.stderr
+    report = (results / f"compare-{runs[0]}-vs-{runs[2]}" / "compare.md").read_text()
+    assert f"A/A runs on this host ({folder.name}: 3 pairs of 3 runs" in report
+
+    # Runs of different things are not an A/A pair, and the refusal says what differs.
+    other = results / runs[2]
+    run = json.loads((other / "run.json").read_text())
+    run["knobs"]["repeat"] = 5
+    (other / "run.json").write_text(json.dumps(run))
+    refused = harness("aa", "--runs", f"{runs[0]},{runs[2]}", "--results-dir", str(results))
+    assert refused.returncode == 2 and "not a run of the same thing (repeat differ)" in refused.stdout
