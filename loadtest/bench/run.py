@@ -29,6 +29,7 @@ import contextlib
 import dataclasses
 import datetime as dt
 import json
+import os
 import signal
 import time
 from pathlib import Path
@@ -164,7 +165,8 @@ class Bench:
             self.knobs = dataclasses.replace(self.knobs, calibration=False)
 
     def use_front(self, stacks: list[str]) -> None:
-        """FRONT=nginx|apache: every stack is started behind that TLS front."""
+        """FRONT=nginx|apache: every stack is started behind that TLS front; FRONT=self:
+        every stack serves TLS itself ([self_tls])."""
         kind = self.knobs.front
         if kind == "none":
             return
@@ -252,6 +254,9 @@ class Bench:
         # the bench in the background: bash then hands it SIGINT ignored, and
         # Python keeps an ignored SIGINT ignored.
         previous_int_handler = signal.signal(signal.SIGINT, signal.default_int_handler)
+        # The harness pins itself to the client cores while it measures; the next run of
+        # the same process (make aa, the labs) starts from the cores it was given.
+        affinity = os.sched_getaffinity(0)
         try:
             # The load client first: without it no stack could be measured.
             if self.start_client(run_info):
@@ -275,6 +280,8 @@ class Bench:
         finally:
             signal.signal(signal.SIGTERM, previous_handler)
             signal.signal(signal.SIGINT, previous_int_handler)
+            with contextlib.suppress(OSError):
+                os.sched_setaffinity(0, affinity)
             self.load_clients.close()
             self.writer.close()
             if self.interrupted:

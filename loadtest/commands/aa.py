@@ -36,7 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     for knob, key in KNOBS.items():
         parser.add_argument("--" + key.replace("_", "-"), dest=knob, metavar=knob)
     parser.add_argument("--times", type=int, default=DEFAULT_RUNS, help="runs to make (>= 2)")
-    parser.add_argument("--runs", help="analyse these runs instead: ids under results/, oldest first")
+    parser.add_argument("--runs", help="analyse these runs instead: ids or folders, oldest first")
     parser.add_argument("--results-dir", type=Path, default=RESULTS_ROOT,
                         help=argparse.SUPPRESS)  # fmt: skip
     parser.set_defaults(func=cmd_aa)

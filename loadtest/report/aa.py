@@ -32,9 +32,9 @@ def analyse(folders: list[Path], out_root: Path) -> Path:
         raise CompareError("A/A needs two runs or more")
     runs = [load_run(folder) for folder in folders]
     first = runs[0][0]
+    knobs = first.get("knobs") or {}
     for folder, (run, _) in zip(folders[1:], runs[1:], strict=True):
-        different = [k for k in SAME_KNOBS
-                     if (first.get("knobs") or {}).get(k) != (run.get("knobs") or {}).get(k)]  # fmt: skip
+        different = [k for k in SAME_KNOBS if knobs.get(k) != (run.get("knobs") or {}).get(k)]
         if different or host_identity(run) != host_identity(first):
             what = ", ".join(different) or "host"
             raise CompareError(f"{folder.name} is not a run of the same thing ({what} differ)")

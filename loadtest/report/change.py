@@ -28,9 +28,9 @@ from loadtest.core.stats import benjamini_hochberg, t_quantile, welch_log_test
 
 # False discovery rate over the cases of one comparison.
 SIGNIFICANCE = 0.05
-# The smallest change called a change (share of the old figure), from A/A runs on a 2-core
-# VM: the 95th percentile of |new/old - 1| over every case of six A/A pairs (docs/measurements/
-# aa-false-alarms.md). `make aa` measures it on another host.
+# The smallest change called a change (share of the old figure). Six A/A pairs on a 2-core
+# VM (120 case comparisons, docs/measurements/aa-false-alarms.md): none called a change with
+# it (a bootstrap over the rounds alone called 13). `make aa` measures a host's own floor.
 MIN_EFFECT = 0.10
 # For "cannot tell": the rounds a side that would find the observed change with 80% power.
 Z_HALF_ALPHA, Z_POWER = 1.96, 0.84
@@ -87,7 +87,8 @@ def _verdict(case: Samples, test, q: float | None, floor: float) -> Difference:
     interval = (math.exp(shift - half), math.exp(shift + half))
     beyond_floor = abs(ratio - 1) >= floor
     if q is not None and q < SIGNIFICANCE and beyond_floor:
-        return Difference(ratio, interval, REGRESSION if shift < 0 else IMPROVEMENT, f"q={q:.3f}", q)
+        shown = "q<0.001" if q < 0.001 else f"q={q:.3f}"
+        return Difference(ratio, interval, REGRESSION if shift < 0 else IMPROVEMENT, shown, q)
     if not beyond_floor:
         return Difference(ratio, interval, NO_CHANGE, f"within the {floor:.0%} noise floor", q)
     needed = rounds_to_tell(shift, se, len(case.old), len(case.new))

@@ -46,11 +46,17 @@ QUOTA, CORES = 5, 6  # the places of the sweepable settings in case_key
 
 
 def settings_of_the_run(cases: dict[tuple, list[dict]]) -> dict[tuple, list[dict]]:
-    """The cases keyed without the quota and core count when the run has one value of each
-    (a setting of the run, not a dimension of its cases)."""
+    """The cases keyed without the quota and the core count of each stack that has one
+    value of it in the run (a setting of the run for that stack, not a dimension of its
+    cases; the uncapped ceiling beside a capped stack does not make it a sweep)."""
     for place in (QUOTA, CORES):
-        if len({key[place] for key in cases}) == 1:
-            cases = {key[:place] + (None,) + key[place + 1:]: rows for key, rows in cases.items()}
+        values: dict[str, set] = defaultdict(set)
+        for key in cases:
+            values[key[0]].add(key[place])
+        cases = {
+            (key[:place] + (None,) + key[place + 1:] if len(values[key[0]]) == 1 else key): rows
+            for key, rows in cases.items()
+        }
     return cases
 
 

@@ -55,8 +55,9 @@ def gaps(boards: dict[tuple, list[dict]]) -> dict[tuple[int, int], str]:
         for faster, slower in zip(stacks, stacks[1:], strict=False):
             rounds = faster.get("rps_ci_source") == slower.get("rps_ci_source") == ROUNDS
             pairs.append((id(faster), id(slower)))
-            samples.append(Samples(slower.get("_rps_samples") or [slower["rps_median"]],
-                                   faster.get("_rps_samples") or [faster["rps_median"]], rounds))  # fmt: skip
+            slow = slower.get("_rps_samples") or [slower["rps_median"]]
+            fast = faster.get("_rps_samples") or [faster["rps_median"]]
+            samples.append(Samples(slow, fast, rounds))
     judged = judge_all(samples)
     return {pair: gap_text(difference) for pair, difference in zip(pairs, judged, strict=True)}
 

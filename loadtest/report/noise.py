@@ -2,8 +2,8 @@
 read by `make compare` to print the false-alarm rate measured on the same host
 and to raise the noise floor to the one measured there.
 
-A host is the same when its CPU model and its number of usable cores are: the
-noise of a 2-core VM says nothing of a 64-core server's.
+A host is the same when its CPU model and its number of cores are: the noise
+of a 2-core VM says nothing of a 64-core server's.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ AA_PREFIX = "aa-"
 
 def host_identity(run: dict) -> tuple:
     host = run.get("host") or {}
-    return host.get("cpu_model"), host.get("cores_available")
+    return host.get("cpu_model"), host.get("cores_logical")
 
 
 def host_noise(results_root: Path, run: dict) -> dict | None:
@@ -40,8 +40,10 @@ def host_noise(results_root: Path, run: dict) -> dict | None:
 def noise_line(noise: dict | None) -> str:
     """One sentence for the comparison's head: what A/A runs on this host showed."""
     if not noise:
-        return ("No A/A runs of this host yet: `make aa` measures how often two runs of the same "
-                "thing are called different here (docs/methodology.md, \"Is it a change?\").")  # fmt: skip
+        return (
+            "No A/A runs of this host yet: `make aa` measures how often two runs of the same "
+            'thing are called different here (docs/methodology.md, "Is it a change?").'
+        )
     return (
         f"A/A runs on this host ({noise['folder']}: {noise['pairs']} pairs of "
         f"{len(noise['runs'])} runs, {noise['knobs_text']}): "

@@ -31,7 +31,7 @@ def test_rounds_far_apart_rank_and_are_significant_by_intervals():
     records += [record("slow", v, i) for i, v in enumerate([500, 505, 495], 1)]
     cells = board(records)
     assert [c[1] for c in cells] == ["fast", "slow"]
-    assert cells[0][7].startswith("significant (q=0.0")  # Welch's t: possible at 3 rounds each
+    assert cells[0][7].startswith("significant (q")  # Welch's t: possible at 3 rounds each
     assert cells[1][7] == "-"
 
 
