@@ -70,7 +70,7 @@ help: ## List every target with one line each
 	@echo
 	@echo "  Knobs: SERVERS=a,b SERVER=x PROFILE=quick RUNNER=auto|native|docker SCENARIOS CONNECTIONS"
 	@echo "         DURATION WARMUP REPEAT SERVER_CPUS CLIENT_CPUS SERVER_CPU_QUOTA SERVER_MEMORY"
-	@echo "         RATE TOOL SEED PRIORITY TIMEOUT FRONT=none|nginx|apache TTFB SERVER_CORES"
+	@echo "         RATE TOOL SEED PRIORITY TIMEOUT FRONT=none|nginx|apache|self TTFB SERVER_CORES"
 	@echo "         HTTP=2|1.1 SLO_P99_MS SLO_PERCENTILE RESUME RUN RUNS"
 	@echo "  OFFLINE=1|pypi,maven,... [MIRROR=DIR]: all or some package families from make mirror's"
 	@echo "          files; unset, a registry that does not answer in 3 s is read from the mirror"
@@ -88,12 +88,12 @@ list: bootstrap ## List the stacks and whether their toolchain is present
 	@$(HARNESS) list
 
 .PHONY: serve
-serve: bootstrap ## Run one stack natively in the foreground: make serve SERVER=gin [FRONT=nginx]
+serve: bootstrap ## Run one stack natively in the foreground: make serve SERVER=gin [FRONT=nginx|apache|self]
 	@test -n "$(SERVER)" || { echo "usage: make serve SERVER=<name>  (make list shows the names)"; exit 2; }
 	@$(HARNESS) serve $(SERVER) $(call knob,FRONT,front)
 
 .PHONY: check
-check: bootstrap ## Build, start and verify stacks against the contract: make check [SERVERS=gin,sanic] [FRONT=nginx]
+check: bootstrap ## Build, start and verify stacks against the contract: make check [SERVERS=gin,sanic] [FRONT=nginx|apache|self]
 	@$(HARNESS) check $(call knob,SERVERS,servers) $(call knob,RUNNER,runner) $(call knob,FRONT,front) \
 		$(call knob,SERVER_HOST,server-host)
 

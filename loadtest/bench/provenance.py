@@ -24,10 +24,14 @@ def tool_versions(knobs: Knobs) -> dict:
     return versions
 
 
-def front_provenance(knobs: Knobs) -> dict:
+def front_provenance(knobs: Knobs, manifests: dict) -> dict:
     kind = knobs.front
     if kind == "none":
         return {"kind": "none"}
+    if kind == front.SELF:
+        # No proxy: each stack's own server terminates TLS, named by its [self_tls].
+        terminators = {name: m.get("self_tls_terminator") for name, m in manifests.items()}
+        return {"kind": kind, "version": front.version(kind), "terminators": terminators}
     template = front.FRONTS[kind].template
     return {
         "kind": kind,
@@ -54,7 +58,7 @@ def provenance(
         "stacks": manifests,
         "runtime_versions": {},
         "priority_applied": priority,
-        "front": front_provenance(knobs),
+        "front": front_provenance(knobs, manifests),
         "status": "running",
     }
 

@@ -22,7 +22,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="native (default), docker, or auto (Docker when a daemon answers)",
     )
     check.add_argument(
-        "--front", default="none", help=f"TLS reverse proxy before each stack: {', '.join(FRONTS)}"
+        "--front",
+        default="none",
+        help=f"TLS before each stack: {', '.join(FRONTS)} (self: the stack's own TLS)",
     )
     check.add_argument(
         "--server-host",
@@ -47,9 +49,12 @@ def cmd_check(args: argparse.Namespace) -> int:
         stacks = manifests.load_all(manifests.stack_list(args.servers))
     else:
         # Every stack and every [[variant]] (a stock config must pass too); behind
-        # a FRONT only the plain-HTTP api stacks, the ones a front can serve.
+        # a FRONT only the plain-HTTP api stacks, the ones a front can serve; with
+        # FRONT=self the stacks that can serve TLS themselves ([self_tls]).
         stacks = manifests.load_all(manifests.stack_ids())
-        if args.front not in ("", "none"):
+        if args.front == front.SELF:
+            stacks = [m for m in stacks if front.terminator(m) is not None]
+        elif args.front not in ("", "none"):
             stacks = [m for m in stacks if m.contract == "api" and not m.tls]
     refusal = front.refusal(args.front, stacks)
     if refusal:
@@ -65,5 +70,5 @@ def cmd_check(args: argparse.Namespace) -> int:
         print(f"check: SERVER_HOST: {exc}", file=sys.stderr)
         return 2
     if args.front != "none":
-        print(f"every stack behind a TLS + HTTP/2 front: {front.version(args.front)}")
+        print(front.describe(args.front, stacks))
     return check_all(runner, stacks)

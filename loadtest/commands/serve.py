@@ -1,4 +1,4 @@
-"""`make serve SERVER=x [FRONT=nginx]`: one stack natively in the foreground."""
+"""`make serve SERVER=x [FRONT=nginx|apache|self]`: one stack natively in the foreground."""
 
 from __future__ import annotations
 
@@ -24,7 +24,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--workers", type=int)
     serve.add_argument(
-        "--front", default="none", help=f"TLS reverse proxy before the stack: {', '.join(FRONTS)}"
+        "--front",
+        default="none",
+        help=f"TLS before the stack: {', '.join(FRONTS)} (self: the stack's own TLS)",
     )
     serve.set_defaults(func=cmd_serve)
 
@@ -36,7 +38,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
     reason = runner.unavailable_reason(manifest)
     if reason:
         raise StepError(manifest.name, "prerequisites", reason)
-    if args.front != "none":
+    if args.front == front.SELF:
+        refusal = front.refusal(args.front, [manifest])
+        if refusal:
+            print(f"serve: {refusal}", file=sys.stderr)
+            return 2
+        # The stack serves HTTPS itself, exactly as a tls = true stack is served.
+        manifest = front.SelfTlsRunner.served(manifest)
+    elif args.front != "none":
         return serve_fronted(runner, manifest, args)
     runner.build(manifest)
     env = manifests.stack_env(manifest)

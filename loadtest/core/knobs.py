@@ -28,7 +28,7 @@ SCENARIOS = {
     "workday": "/workday",
     "page": "/",
 }
-FRONTS = ("none", "nginx", "apache")  # TLS fronts: loadtest/runners/front.py
+FRONTS = ("none", "nginx", "apache", "self")  # TLS fronts: loadtest/runners/front.py
 # Scenarios of static stacks (manifest `contract = "static"`); the rest are the api's.
 STATIC_SCENARIOS = ("page",)
 # Request headers per scenario: the static page is fetched as a browser does.
@@ -114,7 +114,8 @@ class Knobs:
     requests: dict
     calibration: bool
     priority: int = 0  # nice value for the server and the tool (loadtest/priority.py)
-    front: str = "none"  # TLS reverse proxy before each stack: none, nginx, apache (front.py)
+    # TLS before each stack (front.py): none, a proxy (nginx, apache), or self (the stack's own)
+    front: str = "none"
     ttfb: int = 0  # time-to-first-byte samples per case (fresh connections); 0 = none
     # Server core counts to sweep (each SERVER_CPU_QUOTA then is per core); [] = SERVER_CPUS.
     server_cores: list = field(default_factory=list)

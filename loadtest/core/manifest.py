@@ -87,6 +87,10 @@ class Manifest:
     # The JIT the stack runs on (JIT_KINDS), whose compiler the warm-up waits on
     # (measure/jit.py); None: no JIT, or none that changes its pace after start.
     jit: str | None = None
+    # [self_tls]: the api stack can serve HTTPS itself (FRONT=self), HTTP/2 and
+    # HTTP/1.1 by ALPN, with TLS_CERT/TLS_KEY; the value names what terminates
+    # TLS in it ("Kestrel"). None: it serves plain HTTP only.
+    self_tls_terminator: str | None = None
 
     @property
     def stack(self) -> str:
@@ -124,6 +128,7 @@ class Manifest:
             "known_failures": list(self.known_failures),
             "warmup_s": self.warmup_s,
             "jit": self.jit,
+            "self_tls_terminator": self.self_tls_terminator,
         }
 
 
@@ -213,6 +218,7 @@ def load(stack_id: str, servers_dir: Path = SERVERS_DIR) -> Manifest:
         env=env,
         warmup_s=float(data.get("warmup_s", 0)),
         jit=data.get("jit"),
+        self_tls_terminator=data.get("self_tls", {}).get("terminator"),
         **{key: data[key] for key in REQUIRED_TOP},
         **{key: data[key] for key in REQUIRED_TABLES},
     )
@@ -279,7 +285,28 @@ def validate_data(data: dict) -> list[str]:
         problems.append("'warmup_s' must be a number of seconds in 0..300")
     if data.get("jit") is not None and data["jit"] not in JIT_KINDS:
         problems.append(f"'jit' must be one of {', '.join(JIT_KINDS)} (or left out)")
+    problems += validate_self_tls(data)
     problems += validate_variants(data.get("variant", []))
+    return problems
+
+
+def validate_self_tls(data: dict) -> list[str]:
+    """[self_tls]: an api stack that can serve HTTPS itself names its TLS terminator."""
+    if "self_tls" not in data:
+        return []
+    section = data["self_tls"]
+    if not isinstance(section, dict):
+        return ["'self_tls' must be a table ([self_tls] with terminator = \"...\")"]
+    problems = []
+    terminator = section.get("terminator")
+    if not (isinstance(terminator, str) and terminator.strip()):
+        problems.append("'self_tls.terminator' must name what terminates TLS (e.g. \"Kestrel\")")
+    unknown = sorted(set(section) - {"terminator"})
+    if unknown:
+        problems.append(f"[self_tls] has unknown key(s): {', '.join(unknown)}")
+    if data.get("contract", "api") != "api" or data.get("tls", False):
+        problems.append("[self_tls] is for api stacks that serve plain HTTP by default "
+                        "(not with contract = \"static\" or tls = true)")  # fmt: skip
     return problems
 
 

@@ -185,7 +185,12 @@ def run_facts(run: dict) -> list[tuple[str, str]]:
         ("tools", ", ".join(f"{k}: {v}" for k, v in tools.items())),
     ]  # fmt: skip
     front = run.get("front") or {}
-    if front.get("kind", "none") != "none":
+    if front.get("kind") == "self":
+        who = ", ".join(f"{t} ({name})" for name, t in sorted(front.get("terminators", {}).items()))
+        facts.append(
+            ("TLS front", f"none: each stack serves HTTPS itself, TLS terminated by {who}")
+        )
+    elif front.get("kind", "none") != "none":
         behind = f"every stack behind {front['kind']} ({front.get('version')}) over HTTPS"
         facts.append(("TLS front", f"{behind}; config {front.get('template')}, rendered in "
                       "front/<stack>/"))  # fmt: skip

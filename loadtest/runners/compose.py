@@ -15,7 +15,9 @@ from the same knobs as the native runner, through the environment:
   CLIENT_CPUS       -> cpuset of the loadgen
   WORKERS           -> passed to the stack only when set
   TLS_DIR           -> folder with cert.pem and key.pem, mounted at /run/tls
-                       in `tls = true` stacks (default .build/tls)
+                       in `tls = true` and [self_tls] stacks (default .build/tls)
+  TLS_CERT, TLS_KEY -> [self_tls] stacks: the mounted PEM files (FRONT=self),
+                       unset for plain HTTP
 
 Each stack is in its own profile (and in `servers`), so a plain
 `docker compose up` starts nothing and one stack runs at a time.
@@ -196,10 +198,13 @@ def stack_service(manifest: Manifest) -> dict:
     for variant in manifest.variants:
         for key in variant["env"]:
             service["environment"].setdefault(key, None)
-    if manifest.tls:
+    if manifest.tls or manifest.self_tls_terminator:
         # The run's self-signed certificate and key (loadtest.host.tls), read-only,
         # where the image's TLS_CERT/TLS_KEY defaults point.
         service["volumes"] = [f"${{TLS_DIR:-{TLS_DEFAULT_DIR}}}:{TLS_MOUNT}:ro"]
+    if manifest.self_tls_terminator:
+        # FRONT=self: the runner sets them to the mounted files; unset, plain HTTP.
+        service["environment"].update(TLS_CERT=None, TLS_KEY=None)
     return service
 
 

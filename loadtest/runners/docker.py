@@ -345,8 +345,14 @@ class DockerServer(ServedContainer):
             for key in variant["env"]:
                 env.pop(key, None)
         env.update(manifest.env)
+        env.pop("TLS_CERT", None)  # nor a certificate: only FRONT=self sets them
+        env.pop("TLS_KEY", None)
         if tls:
             env["TLS_DIR"] = str(container_tls(tls))
+            if manifest.self_tls_terminator:
+                # FRONT=self: the stack reads the mounted files (its image has no default).
+                env["TLS_CERT"] = f"{compose_file.TLS_MOUNT}/{tls.cert.name}"
+                env["TLS_KEY"] = f"{compose_file.TLS_MOUNT}/{tls.key.name}"
         self._up(env, manifest.name)
 
     def sample(self) -> dict:

@@ -1,4 +1,5 @@
-"""TLS + HTTP/2 fronts: nginx or Apache httpd as a reverse proxy before a stack.
+"""TLS + HTTP/2 fronts: nginx or Apache httpd as a reverse proxy before a stack,
+or (FRONT=self) no proxy at all: the stack terminates TLS itself.
 
 With FRONT=nginx or FRONT=apache the api stack runs as usual (plain HTTP on
 its port) and a front terminates TLS in front of it: HTTP/2 and HTTP/1.1
@@ -14,11 +15,17 @@ The fronted pair is one `Server` to check and bench: an https base_url, the
 certificate to trust (`tls_cert`), the pids of both (CPU and memory cover
 the front and the stack), and a stop that stops both and reports either's
 unclean exit.
+
+FRONT=self is for api stacks whose manifest declares [self_tls] (Kestrel):
+the runner starts the stack as it starts a `tls = true` stack (the run's
+certificate in TLS_CERT and TLS_KEY, an https base_url), so the same checks
+and loads run over TLS and HTTP/2 with nothing in between.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import grp
 import os
@@ -44,6 +51,9 @@ TEMPLATES = Path(__file__).with_name("fronts")
 # Unprivileged user for the workers when the harness runs as root.
 WORKER_USERS = ("www-data", "nobody")
 PLACEHOLDER = re.compile(r"@[A-Z_]+@")
+SELF = "self"  # FRONT=self: the stack terminates TLS itself ([self_tls] in its manifest)
+# No brackets: the console prints it as rich markup.
+SELF_VERSION = "none: each stack terminates TLS itself (self_tls in its server.toml)"
 
 
 @dataclass(frozen=True)
@@ -78,8 +88,10 @@ def version(kind: str) -> str:
     """`nginx -v` / `apache2 -v`, first line, as the provenance records it.
 
     Asked once per process: the plan printout, run.json and every stack's
-    versions all name the same binary.
+    versions all name the same binary. FRONT=self has no binary of its own.
     """
+    if kind == SELF:
+        return SELF_VERSION
     path = binary(kind)
     if path is None:
         return "absent"
@@ -94,6 +106,8 @@ def refusal(kind: str, manifests: list[Manifest]) -> str | None:
         return f"FRONT={kind!r}: use one of {', '.join(FRONT_NAMES)}"
     if kind == "none":
         return None
+    if kind == SELF:
+        return self_refusal(manifests)
     if binary(kind) is None:
         front = FRONTS[kind]
         return (
@@ -111,6 +125,25 @@ def refusal(kind: str, manifests: list[Manifest]) -> str | None:
             "themselves (static or tls stacks): run them with FRONT=none"
         )
     return None
+
+
+def terminator(manifest) -> str | None:
+    """What terminates TLS in a stack under FRONT=self (its [self_tls]), or None."""
+    return getattr(manifest, "self_tls_terminator", None)
+
+
+def self_refusal(manifests: list[Manifest]) -> str | None:
+    """FRONT=self needs every stack to declare [self_tls]; names those that do not."""
+    lacking = [m.name for m in manifests if terminator(m) is None]
+    if not lacking:
+        return None
+    able = [m.name for m in manifests if terminator(m) is not None]
+    which = f"of these only {', '.join(able)} can" if able else "none of these can"
+    return (
+        f"FRONT=self: {', '.join(lacking)} cannot serve TLS itself (no [self_tls] in its "
+        f"server.toml); {which} (make check FRONT=self without SERVERS checks every "
+        "stack that can); or put a proxy before it: FRONT=nginx|apache"
+    )
 
 
 def worker_user() -> tuple[str, str] | None:
@@ -336,11 +369,71 @@ class FrontedRunner:
         return FrontedServer(stack, front, own)
 
 
+class SelfTlsRunner:
+    """FRONT=self: the inner runner starts each stack as an HTTPS server of its own.
+
+    The stack is started with its manifest seen as `tls = true`, so the native
+    and the Docker runner give it the run's certificate (TLS_CERT, TLS_KEY)
+    and an https base_url; there is no other process. The build and the
+    dependencies are the stack's own, unchanged.
+    """
+
+    def __init__(self, runner: Runner, tls_folder: Path = tls.DEFAULT_FOLDER) -> None:
+        self.runner = runner
+        self.name = runner.name
+        self.kind = SELF
+        # Where the inner runner makes the run's certificate, as for a tls stack.
+        runner.tls_folder = tls_folder
+
+    @staticmethod
+    def served(manifest: Manifest) -> Manifest:
+        """The manifest as the inner runner sees it: a stack that serves HTTPS."""
+        return dataclasses.replace(manifest, tls=True)
+
+    def unavailable_reason(self, manifest: Manifest) -> str | None:
+        if terminator(manifest) is None:
+            return self_refusal([manifest])
+        return self.runner.unavailable_reason(self.served(manifest))
+
+    def build(self, manifest: Manifest) -> bool:
+        return self.runner.build(manifest)
+
+    def versions(self, manifest: Manifest) -> dict:
+        name = terminator(manifest)
+        return {
+            **self.runner.versions(manifest),
+            "front": f"none (the stack terminates TLS: {name})",
+            "tls_terminator": name,
+        }
+
+    def dependencies(self, manifest: Manifest) -> list[str]:
+        inner = getattr(self.runner, "dependencies", None)
+        if inner is None:
+            raise StepError(
+                manifest.name, "dependencies", f"the {self.name} runner does not list them"
+            )
+        return inner(manifest)
+
+    def start(self, manifest: Manifest, limits: Limits, port: int | None = None):
+        return self.runner.start(self.served(manifest), limits, port)
+
+
 def wrap(runner: Runner, kind: str, folder: Path, tls_folder: Path = tls.DEFAULT_FOLDER):
-    """The runner itself for FRONT=none, else the fronted runner."""
+    """The runner itself for FRONT=none, the stacks' own TLS for FRONT=self, else the
+    fronted runner."""
     if kind in ("", "none"):
         return runner
+    if kind == SELF:
+        return SelfTlsRunner(runner, tls_folder)
     return FrontedRunner(runner, kind, folder, tls_folder)
+
+
+def describe(kind: str, manifests: list[Manifest]) -> str:
+    """One line for the console: who terminates TLS for these stacks."""
+    if kind == SELF:
+        who = ", ".join(f"{terminator(m)} ({m.name})" for m in manifests)
+        return f"every stack serves TLS + HTTP/2 itself: {who}"
+    return f"every stack behind a TLS + HTTP/2 front: {version(kind)}"
 
 
 DEFAULT_FOLDER = REPO_ROOT / ".build" / "front"

@@ -56,10 +56,13 @@ def test_tls_stacks_mount_the_run_certificate_and_take_variant_env():
     services = compose.model()["services"]
     for manifest in load_all():
         service = services[manifest.name]
-        if manifest.tls:
+        if manifest.tls or manifest.self_tls_terminator:
             assert service["volumes"] == ["${TLS_DIR:-./.build/tls}:/run/tls:ro"], manifest.name
         else:
             assert "volumes" not in service, manifest.name
+        # FRONT=self: the runner points TLS_CERT/TLS_KEY at the mount; unset, plain HTTP.
+        passed_through = {"TLS_CERT", "TLS_KEY"} <= set(service["environment"])
+        assert passed_through == bool(manifest.self_tls_terminator), manifest.name
         for variant in manifest.variants:
             for key in variant["env"]:
                 assert key in service["environment"] and service["environment"][key] is None

@@ -12,9 +12,10 @@ const string DisplayName = "ASP.NET Core MVC";
 // PORT's default; equal to port in server.toml (a test checks it).
 const int DefaultPort = 8182;
 
-// HOST, PORT, WORKERS and WORKDAY_CALENDAR, read and checked before the host is
-// built: a missing or unreadable calendar prints one line naming the variable and
-// the path and exits with status 2. The calendar is read here, once.
+// HOST, PORT, WORKERS, WORKDAY_CALENDAR and TLS_CERT/TLS_KEY, read and checked
+// before the host is built: a missing or unreadable calendar (or certificate)
+// prints one line naming the variable and the path and exits with status 2. The
+// calendar and the certificate are read here, once.
 ServerSettings settings = ServerSettings.FromEnvironmentOrExit(DisplayName, DefaultPort);
 
 WebApplication app = App.Build(settings, args);

@@ -1,3 +1,4 @@
+using Microsoft.AspNetCore.Server.Kestrel.Core;
 using Serverlab.Contract;
 
 namespace Serverlab.AspNetCore;
@@ -36,8 +37,17 @@ public static class App
         {
             // Tuning: one endpoint, Listen(HOST, PORT), plain HTTP; protocols HTTP/1.1
             // and cleartext HTTP/2 by prior knowledge (Kestrel's default); no HTTPS
-            // redirection, no static files.
-            kestrel.Listen(settings.ListenAddress, settings.Port);
+            // redirection, no static files. With TLS_CERT and TLS_KEY (FRONT=self) the
+            // same endpoint serves HTTPS with that certificate, HTTP/1.1 and HTTP/2
+            // chosen by ALPN, Kestrel's TLS defaults otherwise.
+            kestrel.Listen(settings.ListenAddress, settings.Port, listen =>
+            {
+                if (settings.TlsCertificate is { } certificate)
+                {
+                    listen.Protocols = HttpProtocols.Http1AndHttp2;
+                    listen.UseHttps(certificate);
+                }
+            });
             // Tuning: AddServerHeader as configured, true (Kestrel's default) unless
             // Kestrel:AddServerHeader says otherwise (Kestrel__AddServerHeader=false in the
             // environment): Kestrel sends "Server: Kestrel"; the contract records it

@@ -82,6 +82,51 @@ public sealed class SettingsTests
         Assert.Equal(IPAddress.Any, settings.ListenAddress);
         Assert.Equal(8181, settings.Port);
         Assert.Equal(Environment.ProcessorCount, settings.Workers);
+        Assert.Null(settings.TlsCertificate);
+    }
+
+    [Fact]
+    public void TlsCertificateAndKeyFromTheEnvironment()
+    {
+        using var pem = new SelfSignedPem();
+        ServerSettings settings = ServerSettings.FromEnvironment("C# Test", 8181, Env(
+            ("WORKDAY_CALENDAR", Repository.CalendarFile), ("TLS_CERT", pem.CertPath), ("TLS_KEY", pem.KeyPath)));
+        Assert.NotNull(settings.TlsCertificate);
+        Assert.Equal(pem.Thumbprint, settings.TlsCertificate.Thumbprint);
+        Assert.True(settings.TlsCertificate.HasPrivateKey);
+    }
+
+    [Fact]
+    public void EmptyTlsVariablesMeanPlainHttp()
+    {
+        ServerSettings settings = ServerSettings.FromEnvironment("C# Test", 8181, Env(
+            ("WORKDAY_CALENDAR", Repository.CalendarFile), ("TLS_CERT", ""), ("TLS_KEY", "")));
+        Assert.Null(settings.TlsCertificate);
+    }
+
+    [Theory]
+    [InlineData("TLS_CERT", "TLS_KEY")]
+    [InlineData("TLS_KEY", "TLS_CERT")]
+    public void OneTlsVariableAloneNamesTheOther(string set, string unset)
+    {
+        var e = Assert.Throws<InvalidSettingException>(() => ServerSettings.FromEnvironment("X", 8181, Env(
+            ("WORKDAY_CALENDAR", Repository.CalendarFile), (set, "/run/tls/file.pem"))));
+        Assert.StartsWith($"{set} is set but {unset} is not: set both", e.Message);
+    }
+
+    [Fact]
+    public void UnreadableTlsFilesNameBothVariables()
+    {
+        using var pem = new SelfSignedPem();
+        string missing = pem.CertPath + ".missing";
+        var absent = Assert.Throws<InvalidSettingException>(
+            () => ServerSettings.LoadTlsCertificate(missing, pem.KeyPath));
+        Assert.StartsWith($"TLS_CERT={missing}, TLS_KEY={pem.KeyPath}: cannot load the certificate and key", absent.Message);
+        // The certificate given as its own key: not a private key.
+        var notAKey = Assert.Throws<InvalidSettingException>(
+            () => ServerSettings.LoadTlsCertificate(pem.CertPath, pem.CertPath));
+        Assert.Contains("cannot load the certificate and key", notAKey.Message);
+        Assert.DoesNotContain('\n', notAKey.Message);
     }
 
     [Fact]

@@ -1,5 +1,7 @@
 using System.Collections;
 using System.Net;
+using System.Security.Cryptography;
+using System.Security.Cryptography.X509Certificates;
 
 namespace Serverlab.Contract;
 
@@ -20,8 +22,13 @@ public sealed class InvalidSettingException(string message) : Exception(message)
 /// </param>
 /// <param name="CalendarPath">The calendar file (<c>WORKDAY_CALENDAR</c>).</param>
 /// <param name="Routes">The contract's routes over that calendar.</param>
+/// <param name="TlsCertificate">
+/// The certificate with its private key to serve HTTPS with (<c>TLS_CERT</c> and
+/// <c>TLS_KEY</c>, PEM files); null: plain HTTP.
+/// </param>
 public sealed record ServerSettings(
-    string Host, IPAddress ListenAddress, int Port, int Workers, string CalendarPath, Routes Routes)
+    string Host, IPAddress ListenAddress, int Port, int Workers, string CalendarPath, Routes Routes,
+    X509Certificate2? TlsCertificate = null)
 {
     /// <summary>The variable that names the listen address.</summary>
     public const string HostVariable = "HOST";
@@ -34,6 +41,12 @@ public sealed record ServerSettings(
 
     /// <summary>The variable that names the calendar file.</summary>
     public const string CalendarVariable = "WORKDAY_CALENDAR";
+
+    /// <summary>The variable that names the PEM certificate to serve HTTPS with.</summary>
+    public const string TlsCertVariable = "TLS_CERT";
+
+    /// <summary>The variable that names the PEM private key of that certificate.</summary>
+    public const string TlsKeyVariable = "TLS_KEY";
 
     /// <summary>The largest accepted <c>WORKERS</c>.</summary>
     public const int MaxWorkers = 1024;
@@ -78,7 +91,41 @@ public sealed record ServerSettings(
         int port = ParsePort(Get(PortVariable), defaultPort);
         string calendarPath = Get(CalendarVariable) ?? "";
         TradingCalendar calendar = LoadCalendar(calendarPath);
-        return new ServerSettings(host, address, port, workers, calendarPath, new Routes(displayName, calendar));
+        X509Certificate2? certificate = LoadTlsCertificate(Get(TlsCertVariable), Get(TlsKeyVariable));
+        return new ServerSettings(
+            host, address, port, workers, calendarPath, new Routes(displayName, calendar), certificate);
+    }
+
+    /// <summary>
+    /// <c>TLS_CERT</c> and <c>TLS_KEY</c>: both set, the PEM certificate and its private key
+    /// (RSA or ECDSA) to serve HTTPS with; both unset or empty, null (plain HTTP).
+    /// </summary>
+    /// <exception cref="InvalidSettingException">Only one is set, or the files cannot be read as a certificate and its key.</exception>
+    public static X509Certificate2? LoadTlsCertificate(string? certPath, string? keyPath)
+    {
+        bool hasCert = !string.IsNullOrEmpty(certPath);
+        bool hasKey = !string.IsNullOrEmpty(keyPath);
+        if (!hasCert && !hasKey)
+        {
+            return null;
+        }
+        if (!hasCert || !hasKey)
+        {
+            (string given, string missing) = hasCert ? (TlsCertVariable, TlsKeyVariable) : (TlsKeyVariable, TlsCertVariable);
+            throw new InvalidSettingException(
+                $"{given} is set but {missing} is not: set both (the PEM certificate and its key) to serve HTTPS, or neither for plain HTTP");
+        }
+        try
+        {
+            return X509Certificate2.CreateFromPemFile(certPath!, keyPath);
+        }
+        catch (Exception e) when (e is IOException or UnauthorizedAccessException or CryptographicException
+                                      or ArgumentException)
+        {
+            throw new InvalidSettingException(
+                $"{TlsCertVariable}={certPath}, {TlsKeyVariable}={keyPath}: cannot load the certificate and key: "
+                + e.Message.ReplaceLineEndings(" "));
+        }
     }
 
     /// <summary>
