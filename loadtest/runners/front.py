@@ -303,6 +303,16 @@ class FrontedServer:
         self.kill()
 
 
+def inner_dependencies(runner: Runner, manifest: Manifest) -> list[str]:
+    """The wrapped runner's list of the stack's resolved dependencies (a wrapper adds none)."""
+    inner = getattr(runner, "dependencies", None)
+    if inner is None:
+        raise StepError(
+            manifest.name, "dependencies", f"the {runner.name} runner does not list them"
+        )
+    return inner(manifest)
+
+
 class FrontedRunner:
     """A runner whose servers sit behind a front; everything else is the inner runner's."""
 
@@ -326,12 +336,7 @@ class FrontedRunner:
 
     def dependencies(self, manifest: Manifest) -> list[str]:
         """The stack's own resolved dependencies (the front is Debian's, in `versions`)."""
-        inner = getattr(self.runner, "dependencies", None)
-        if inner is None:
-            raise StepError(
-                manifest.name, "dependencies", f"the {self.name} runner does not list them"
-            )
-        return inner(manifest)
+        return inner_dependencies(self.runner, manifest)
 
     def start(self, manifest: Manifest, limits: Limits, port: int | None = None) -> FrontedServer:
         files = tls.self_signed(self.tls_folder)
@@ -407,12 +412,7 @@ class SelfTlsRunner:
         }
 
     def dependencies(self, manifest: Manifest) -> list[str]:
-        inner = getattr(self.runner, "dependencies", None)
-        if inner is None:
-            raise StepError(
-                manifest.name, "dependencies", f"the {self.name} runner does not list them"
-            )
-        return inner(manifest)
+        return inner_dependencies(self.runner, manifest)
 
     def start(self, manifest: Manifest, limits: Limits, port: int | None = None):
         return self.runner.start(self.served(manifest), limits, port)

@@ -27,14 +27,8 @@ public sealed class TlsStacksFixture : IAsyncLifetime
     {
         foreach ((string stack, Func<ServerSettings, string[], WebApplication> build) in StacksFixture.Builders)
         {
-            var settings = new ServerSettings(
-                Host: "127.0.0.1",
-                ListenAddress: IPAddress.Loopback,
-                Port: 0, // any free port
-                Workers: 1,
-                CalendarPath: Repository.CalendarFile,
-                Routes: new Routes(StacksFixture.DisplayName(stack), Repository.Calendar),
-                TlsCertificate: ServerSettings.LoadTlsCertificate(_pem.CertPath, _pem.KeyPath));
+            ServerSettings settings = StacksFixture.InProcessSettings(
+                stack, ServerSettings.LoadTlsCertificate(_pem.CertPath, _pem.KeyPath));
             WebApplication app = build(settings, []);
             await app.StartAsync();
             _apps[stack] = app;

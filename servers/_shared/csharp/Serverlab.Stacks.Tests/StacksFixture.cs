@@ -1,4 +1,5 @@
 using System.Net;
+using System.Security.Cryptography.X509Certificates;
 using Microsoft.AspNetCore.Builder;
 using Serverlab.Contract;
 using Serverlab.Contract.Tests;
@@ -31,18 +32,25 @@ public sealed class StacksFixture : IAsyncLifetime
     public static string DisplayName(string stack) =>
         TomlTopLevel.String(Path.Combine(Repository.ServersDir, stack, "server.toml"), "display_name");
 
+    /// <summary>
+    /// How a stack is started in-process: loopback, any free port, one worker, the
+    /// repository's calendar; HTTPS with <paramref name="tlsCertificate"/> when given.
+    /// </summary>
+    public static ServerSettings InProcessSettings(string stack, X509Certificate2? tlsCertificate = null) =>
+        new(
+            Host: "127.0.0.1",
+            ListenAddress: IPAddress.Loopback,
+            Port: 0, // any free port
+            Workers: 1,
+            CalendarPath: Repository.CalendarFile,
+            Routes: new Routes(DisplayName(stack), Repository.Calendar),
+            TlsCertificate: tlsCertificate);
+
     public async Task InitializeAsync()
     {
         foreach ((string stack, Func<ServerSettings, string[], WebApplication> build) in Builders)
         {
-            var settings = new ServerSettings(
-                Host: "127.0.0.1",
-                ListenAddress: IPAddress.Loopback,
-                Port: 0, // any free port
-                Workers: 1,
-                CalendarPath: Repository.CalendarFile,
-                Routes: new Routes(DisplayName(stack), Repository.Calendar));
-            WebApplication app = build(settings, []);
+            WebApplication app = build(InProcessSettings(stack), []);
             await app.StartAsync();
             _apps[stack] = app;
             _ports[stack] = new Uri(app.Urls.Single()).Port;
