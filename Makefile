@@ -32,6 +32,7 @@ FRONT ?=
 TTFB ?=
 SERVER_CORES ?=
 HTTP ?=
+TLS_TOOL ?=
 SLO_P99_MS ?=
 SLO_PERCENTILE ?=
 # Docker engines elsewhere (docs/remote.md): a context name or ssh://user@host.
@@ -60,7 +61,7 @@ BENCH_ARGS = --profile '$(PROFILE)' $(call knob,SERVERS,servers) $(call knob,RUN
 	$(call knob,RATE,rate) $(call knob,TOOL,tool) $(call knob,SEED,seed) \
 	$(call knob,RESUME,resume) $(call knob,PRIORITY,priority) $(call knob,TIMEOUT,timeout) \
 	$(call knob,FRONT,front) $(call knob,TTFB,ttfb) $(call knob,SERVER_CORES,server-cores) \
-	$(call knob,HTTP,http) $(call knob,SLO_P99_MS,slo-p99-ms) \
+	$(call knob,HTTP,http) $(call knob,TLS_TOOL,tls-tool) $(call knob,SLO_P99_MS,slo-p99-ms) \
 	$(call knob,SLO_PERCENTILE,slo-percentile) $(call knob,SERVER_HOST,server-host) \
 	$(call knob,CLIENT_HOSTS,client-hosts)
 
@@ -71,7 +72,7 @@ help: ## List every target with one line each
 	@echo "  Knobs: SERVERS=a,b SERVER=x PROFILE=quick RUNNER=auto|native|docker SCENARIOS CONNECTIONS"
 	@echo "         DURATION WARMUP REPEAT SERVER_CPUS CLIENT_CPUS SERVER_CPU_QUOTA SERVER_MEMORY"
 	@echo "         RATE TOOL SEED PRIORITY TIMEOUT FRONT=none|nginx|apache|self TTFB SERVER_CORES"
-	@echo "         HTTP=2|1.1 SLO_P99_MS SLO_PERCENTILE RESUME RUN RUNS"
+	@echo "         HTTP=2|1.1 TLS_TOOL SLO_P99_MS SLO_PERCENTILE RESUME RUN RUNS"
 	@echo "  OFFLINE=1|pypi,maven,... [MIRROR=DIR]: all or some package families from make mirror's"
 	@echo "          files; unset, a registry that does not answer in 3 s is read from the mirror"
 	@echo "  SERVER_HOST=ctx|ssh://u@h CLIENT_HOSTS=a,b (RUNNER=docker): stacks and load on other"

@@ -30,6 +30,7 @@ from loadtest.measure.tools import get_tool
 from loadtest.measure.tools.base import LoadSpec, latency_key
 from loadtest.measure.tools.group import client_load, run_load
 from loadtest.runners import calibration
+from loadtest.runners.front import tls_front
 from loadtest.runners.engine import LOCAL, EngineStatsSampler
 
 # The declared JIT warm-up goes round the instance's scenarios this many times,
@@ -104,7 +105,8 @@ class CaseRunner:
             return None
         connections = max(c.connections for c in instance.cases if c.scenario == scenario)
         # h2load cases warm up with h2load: the same protocol, TLS sessions and headers.
-        tool = "h2load" if self.bench.knobs.tool == "h2load" else "wrk"
+        measured_by = {c.tool for c in instance.cases if c.scenario == scenario}
+        tool = "h2load" if measured_by == {"h2load"} else "wrk"
         case = Case(instance.stack, instance.quota, scenario, connections, tool, "",
                     instance.repetition, "warmup", instance.cores)  # fmt: skip
         spec = self.spec(server, case, duration=WARMUP_WINDOW_S)
@@ -240,8 +242,8 @@ class CaseRunner:
             "runner": "native"
             if case.stack == calibration.NAME and not k.server_host
             else k.runner,
-            # The TLS front the stack was measured behind ("none": plain HTTP; the ceiling never).
-            "front": "none" if case.stack == calibration.NAME else k.front,
+            # Who terminated TLS: a front, "self" (the stack), "none" (plain HTTP; the ceiling).
+            "front": tls_front(k.front, self.bench.manifests.get(case.stack)),
             # Where the load tool ran: "host" or "loadgen-container" (a Docker run).
             "client": self.bench.executor.where,
             # The hosts of the server and of the load (docs/remote.md); "local" = this machine.

@@ -52,6 +52,8 @@ def print_plan(
     if k.tool in ("ab", "h2load") and k.requests:
         counts = ", ".join(f"{s}={n}" for s, n in k.requests.items())
         extra.append(f"requests per run (instead of the duration): {counts}")
+    if k.tls_tool:
+        extra.append(f"stacks served over HTTPS measured with {k.tls_tool} (TLS_TOOL)")
     if k.server_cores:
         extra.append(f"server cores: {', '.join(map(str, k.server_cores))} "
                      "(each quota is a share of them)")  # fmt: skip

@@ -110,18 +110,21 @@ def server_cpus_for(knobs: Knobs, cores: int | None) -> tuple[int, ...]:
     return tuple(order[:cores])
 
 
-def _scenario_cases(knobs: Knobs, stack, quota, scenario, repetition, cores=None) -> list[Case]:
+def _scenario_cases(
+    knobs: Knobs, stack, quota, scenario, repetition, cores=None, over_tls=False
+) -> list[Case]:
     cases = []
+    tool = knobs.tool_for(over_tls)
     for connections in sorted(knobs.connections):
         base = dict(stack=stack, quota=quota, scenario=scenario, connections=connections,
                     repetition=repetition, cores=cores)  # fmt: skip
-        if knobs.tool == "oha" and knobs.rate:
+        if tool == "oha" and knobs.rate:
             # A share of the peak, or the sustainable-rate search, starts from the peak.
             if any(r.endswith("%") or r == "slo" for r in knobs.rate):
                 cases.append(Case(tool="wrk", rate="", phase="peak", **base))
             cases.extend(Case(tool="oha", rate=r, **base) for r in knobs.rate)
         else:
-            cases.append(Case(tool=knobs.tool, rate="", **base))
+            cases.append(Case(tool=tool, rate="", **base))
     return cases
 
 
@@ -130,13 +133,17 @@ def measures_ceiling(knobs: Knobs) -> bool:
     return knobs.calibration and bool(scenarios_for(knobs, "api"))
 
 
-def build_plan(knobs: Knobs, stacks: list[str], contracts: dict | None = None) -> list[Instance]:
-    """The shuffled, interleaved plan; `contracts` maps a stack to "api" or "static".
+def build_plan(
+    knobs: Knobs, stacks: list[str], contracts: dict | None = None, over_tls: set | None = None
+) -> list[Instance]:
+    """The shuffled, interleaved plan; `contracts` maps a stack to "api" or "static",
+    `over_tls` holds the stacks served over HTTPS (measured with TLS_TOOL when set).
 
     A stack gets only the scenarios of its contract (the ceiling serves the
     api's); a stack left with none is not in the plan (see `contract_notes`).
     """
     contracts = contracts or {}
+    over_tls = over_tls or set()
     rng = random.Random(knobs.seed)
     plan = []
     for repetition in range(1, knobs.repeat + 1):
@@ -151,7 +158,8 @@ def build_plan(knobs: Knobs, stacks: list[str], contracts: dict | None = None) -
             rng.shuffle(scenarios)
             cases = []
             for scenario in scenarios:
-                cases.extend(_scenario_cases(knobs, stack, quota, scenario, repetition, cores))
+                cases.extend(_scenario_cases(knobs, stack, quota, scenario, repetition, cores,
+                                             stack in over_tls))  # fmt: skip
             plan.append(Instance(stack, quota, repetition, cases, cores))
     return plan
 

@@ -27,7 +27,10 @@ def tool_versions(knobs: Knobs) -> dict:
 def front_provenance(knobs: Knobs, manifests: dict) -> dict:
     kind = knobs.front
     if kind == "none":
-        return {"kind": "none"}
+        # A variant with tls = true (aspnetcore@https) serves HTTPS itself among plain stacks.
+        own = {name: m["self_tls_terminator"] for name, m in manifests.items()
+               if m.get("tls") and m.get("self_tls_terminator")}  # fmt: skip
+        return {"kind": "none", "terminators": own} if own else {"kind": "none"}
     if kind == front.SELF:
         # No proxy: each stack's own server terminates TLS, named by its [self_tls].
         terminators = {name: m.get("self_tls_terminator") for name, m in manifests.items()}

@@ -131,8 +131,8 @@ class Bench:
 
     def needed_tools(self) -> list[str]:
         # wrk also warms up and finds the peak; h2load warms up its own cases.
-        tool = self.knobs.tool
-        return [tool] if tool == "h2load" else sorted({"wrk", tool})
+        tools = {self.knobs.tool, self.knobs.tls_tool} - {""}
+        return sorted(tools if tools == {"h2load"} else tools | {"wrk"})
 
     def check_tools(self) -> None:
         if self.knobs.runner == "docker":
@@ -146,7 +146,9 @@ class Bench:
                 install_oha(self.console.print)
             if not tool.available():
                 hint = "scripts/install-oha.sh" if name == "oha" else "make bootstrap"
-                why = f"TOOL={name}" if name == self.knobs.tool else "warm-up and peak runs"
+                why = next((f"{knob}={name}" for knob, value in
+                            (("TOOL", self.knobs.tool), ("TLS_TOOL", self.knobs.tls_tool))
+                            if value == name), "warm-up and peak runs")  # fmt: skip
                 raise KnobError(
                     f"tools: load tool {name} not found on PATH (needed for {why}); install it "
                     f"with {hint}; nothing was built, started or measured"
@@ -212,7 +214,8 @@ class Bench:
             return 2
         self.contracts = stack_contracts(stacks)
         self.warmups = stack_warmups(stacks)
-        the_plan = plan.build_plan(self.knobs, stacks, self.contracts)
+        over_tls = stacks_over_tls(stacks, self.knobs.front)
+        the_plan = plan.build_plan(self.knobs, stacks, self.contracts, over_tls)
         if self.resume:
             self.load_previous()
         # Stacks that cannot run here are not in the estimate, and the printout says so.
@@ -488,6 +491,19 @@ def stack_contracts(stacks: list[str]) -> dict[str, str]:
         except ManifestError:
             contracts[name] = "api"
     return contracts
+
+
+def stacks_over_tls(stacks: list[str], front_kind: str) -> set[str]:
+    """The stacks served over HTTPS: all of them behind a front (FRONT=nginx|apache|self),
+    else those that serve it themselves (`tls = true`, or a variant with tls = true)."""
+    if front_kind != "none":
+        return set(stacks)
+    served = set()
+    for name in stacks:
+        with contextlib.suppress(ManifestError):
+            if load(name).tls:
+                served.add(name)
+    return served
 
 
 def _raise_interrupt(signum, frame):

@@ -120,6 +120,8 @@ class Knobs:
     # Server core counts to sweep (each SERVER_CPU_QUOTA then is per core); [] = SERVER_CPUS.
     server_cores: list = field(default_factory=list)
     http: str = "2"  # h2load over https: "2" (ALPN h2) or "1.1" (--h1)
+    # The load tool for stacks served over HTTPS (a front, a tls stack or variant); "": TOOL.
+    tls_tool: str = ""
     # RATE=slo: the latency objective of the sustainable-rate search (loadtest/core/slo.py).
     slo_p99_ms: float = 10.0
     slo_percentile: float = 99.0
@@ -135,6 +137,10 @@ class Knobs:
     @property
     def threads(self) -> int:
         return len(self.client_cpus)
+
+    def tool_for(self, over_tls: bool) -> str:
+        """The load tool of a stack: TLS_TOOL for one served over HTTPS, when set, else TOOL."""
+        return self.tls_tool if over_tls and self.tls_tool else self.tool
 
     @property
     def memory_bytes(self) -> int | None:
@@ -224,6 +230,7 @@ KNOB_TABLE = (
     Knob("TTFB", "ttfb", _whole),
     Knob("SERVER_CORES", "server_cores", _ints),
     Knob("HTTP", "http", str),
+    Knob("TLS_TOOL", "tls_tool", str),
     Knob("SLO_P99_MS", "slo_p99_ms", _seconds),
     Knob("SLO_PERCENTILE", "slo_percentile", _seconds),
     Knob("SERVER_HOST", "server_host", str),
@@ -304,8 +311,12 @@ def validate(knobs: Knobs) -> None:
         raise KnobError(f"FRONT={knobs.front!r}: use one of {', '.join(FRONTS)}")
     if knobs.http not in HTTP_VERSIONS:
         raise KnobError(f"HTTP={knobs.http!r}: use one of {', '.join(HTTP_VERSIONS)}")
-    if knobs.http != "2" and knobs.tool != "h2load":
-        raise KnobError("HTTP=1.1 chooses h2load's protocol: set TOOL=h2load")
+    if knobs.tls_tool and knobs.tls_tool not in TOOLS:
+        raise KnobError(f"TLS_TOOL={knobs.tls_tool!r}: use one of {', '.join(TOOLS)}")
+    if knobs.tls_tool and knobs.rate:
+        raise KnobError("TLS_TOOL is for closed-loop runs: RATE gives every stack to oha")
+    if knobs.http != "2" and "h2load" not in (knobs.tool, knobs.tls_tool):
+        raise KnobError("HTTP=1.1 chooses h2load's protocol: set TOOL=h2load (or TLS_TOOL)")
     if knobs.ttfb < 0:
         raise KnobError(f"TTFB={knobs.ttfb}: a number of samples per case (0 = none)")
     if not -20 <= knobs.priority <= 19:

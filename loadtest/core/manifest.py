@@ -198,6 +198,7 @@ def load(stack_id: str, servers_dir: Path = SERVERS_DIR) -> Manifest:
         raise ManifestError(f"{path}: " + "; ".join(problems))
     variants = tuple(data.get("variant", []))
     env: dict = {}
+    serves_tls = data.get("tls", False)
     if variant is not None:
         chosen = [v for v in variants if v["name"] == variant]
         if not chosen:
@@ -205,14 +206,15 @@ def load(stack_id: str, servers_dir: Path = SERVERS_DIR) -> Manifest:
             raise ManifestError(
                 f"unknown variant '{variant}' of stack '{name}' ({path}); its variants: {known}"
             )
-        env = dict(chosen[0]["env"])
+        env = dict(chosen[0].get("env", {}))
+        serves_tls = chosen[0].get("tls", False)
     return Manifest(
         name=stack_id,
         folder=folder,
         tuning=data.get("tuning", []),
         known_failures=data.get("known_failure", []),
         contract=data.get("contract", "api"),
-        tls=data.get("tls", False),
+        tls=serves_tls,
         variants=variants,
         variant=variant,
         env=env,
@@ -286,7 +288,7 @@ def validate_data(data: dict) -> list[str]:
     if data.get("jit") is not None and data["jit"] not in JIT_KINDS:
         problems.append(f"'jit' must be one of {', '.join(JIT_KINDS)} (or left out)")
     problems += validate_self_tls(data)
-    problems += validate_variants(data.get("variant", []))
+    problems += validate_variants(data.get("variant", []), "self_tls" in data)
     return problems
 
 
@@ -310,8 +312,10 @@ def validate_self_tls(data: dict) -> list[str]:
     return problems
 
 
-def validate_variants(variants) -> list[str]:
-    """[[variant]] tables: a unique lower-case name, an env table of strings, a why."""
+def validate_variants(variants, self_tls: bool = False) -> list[str]:
+    """[[variant]] tables: a unique lower-case name, a why, and what differs: an env
+    table of strings, or `tls = true` (the stack serving HTTPS itself, which needs
+    its [self_tls]), or both."""
     if not isinstance(variants, list):
         return ["'variant' must be an array of tables ([[variant]])"]
     problems, seen = [], set()
@@ -326,9 +330,15 @@ def validate_variants(variants) -> list[str]:
         elif name in seen:
             problems.append(f"{where}: variant name {name!r} is used twice")
         seen.add(name)
-        env = entry.get("env")
-        if not isinstance(env, dict) or not env:
-            problems.append(f"{where} needs a non-empty 'env' table")
+        env = entry.get("env", {})
+        serves_tls = entry.get("tls", False)
+        if not isinstance(serves_tls, bool):
+            problems.append(f"{where}: 'tls' must be true or false")
+        elif serves_tls and not self_tls:
+            problems.append(f"{where}: tls = true needs [self_tls] in the manifest (what "
+                            "terminates TLS in the stack)")  # fmt: skip
+        if not isinstance(env, dict) or not (env or serves_tls is True):
+            problems.append(f"{where} needs a non-empty 'env' table, or tls = true")
         else:
             for key, value in env.items():
                 if not ENV_NAME.match(key) or not isinstance(value, str):

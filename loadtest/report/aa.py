@@ -22,7 +22,7 @@ from loadtest.report.noise import AA_FILE, AA_PREFIX, host_identity
 
 # Knobs that must agree for runs to be of "the same thing".
 SAME_KNOBS = ("profile", "servers", "scenarios", "connections", "duration", "repeat", "tool",
-              "server_cpus", "client_cpus", "runner")  # fmt: skip
+              "tls_tool", "front", "server_cpus", "client_cpus", "runner")  # fmt: skip
 
 
 def analyse(folders: list[Path], out_root: Path) -> Path:

@@ -190,6 +190,10 @@ def run_facts(run: dict) -> list[tuple[str, str]]:
         facts.append(
             ("TLS front", f"none: each stack serves HTTPS itself, TLS terminated by {who}")
         )
+    elif front.get("terminators"):
+        who = ", ".join(f"{name} (TLS terminated by {t})"
+                        for name, t in sorted(front["terminators"].items()))  # fmt: skip
+        facts.append(("TLS front", f"none; served over HTTPS by the stack itself: {who}"))
     elif front.get("kind", "none") != "none":
         behind = f"every stack behind {front['kind']} ({front.get('version')}) over HTTPS"
         facts.append(("TLS front", f"{behind}; config {front.get('template')}, rendered in "

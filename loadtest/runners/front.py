@@ -132,6 +132,17 @@ def terminator(manifest) -> str | None:
     return getattr(manifest, "self_tls_terminator", None)
 
 
+def tls_front(kind: str, manifest: Manifest | None) -> str:
+    """Who terminated TLS for a stack's measurements: the FRONT (nginx, apache, self),
+    "self" for a stack that serves HTTPS itself (`tls = true`, or a variant with
+    tls = true), "none" for plain HTTP (and for the ceiling, which has no manifest)."""
+    if manifest is None:
+        return "none"
+    if kind != "none":
+        return kind
+    return SELF if manifest.tls else "none"
+
+
 def self_refusal(manifests: list[Manifest]) -> str | None:
     """FRONT=self needs every stack to declare [self_tls]; names those that do not."""
     lacking = [m.name for m in manifests if terminator(m) is None]

@@ -1,11 +1,42 @@
-"""A manifest for a throw-away Python stand-in stack, as the runner tests build them."""
+"""A manifest for a throw-away Python stand-in stack, as the runner tests build them,
+and a bench run over such stand-ins in a child process."""
 
 from __future__ import annotations
 
+import dataclasses
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
-from loadtest.core.manifest import Manifest
+from loadtest.core.manifest import REPO_ROOT, Manifest
 from loadtest.host.ports import free_port
+
+# A bench in a child process whose stack list and manifest loader see only the
+# stand-ins given as JSON in STAND_IN_MANIFESTS; PRELUDE gives `bench_args`.
+PRELUDE = """
+import argparse
+from loadtest.commands import bench as _bench
+def bench_args(argv):
+    parser = argparse.ArgumentParser()
+    sub = parser.add_subparsers()
+    _bench.register(sub)
+    return parser.parse_args(["bench", *argv])
+"""
+BENCH_OVER_STAND_INS = """
+import json, os, sys
+from pathlib import Path
+from loadtest.bench import run as bench
+from loadtest.commands import bench as bench_command
+from loadtest.core.manifest import Manifest
+stand_ins = {}
+for fields in json.loads(os.environ["STAND_IN_MANIFESTS"]):
+    stand_ins[fields["name"]] = Manifest(**{**fields, "folder": Path(fields["folder"])})
+bench.Bench.stacks = lambda self: list(stand_ins)
+bench.load = lambda name: stand_ins[name]
+sys.exit(bench_command.cmd_bench(bench_args(sys.argv[1:])))
+"""
 
 
 def python_stand_in(
@@ -38,3 +69,23 @@ def python_stand_in(
         docker={"dockerfile": "Dockerfile"},
         tuning=[],
     )
+
+
+def bench_over(
+    manifests: list[Manifest], results: Path, *args: str, timeout: float = 240
+) -> subprocess.CompletedProcess:
+    """`make bench` over these stand-ins (smoke profile, native, no warm-up) into `results`;
+    `args` are more of its command-line knobs (--front self, --tool h2load, ...)."""
+    command = [
+        sys.executable, "-c", PRELUDE + BENCH_OVER_STAND_INS, "--results-dir", str(results),
+        "--profile", "smoke", "--warmup", "0", "--priority", "0", *args,
+    ]  # fmt: skip
+    fields = [{**dataclasses.asdict(m), "folder": str(m.folder)} for m in manifests]
+    env = dict(
+        os.environ, SEED="", DURATION="", PROFILE="", FRONT="", TOOL="", TLS_TOOL="",
+        RUNNER="native", STAND_IN_MANIFESTS=json.dumps(fields),
+    )  # fmt: skip
+    return subprocess.run(
+        command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=timeout, env=env,
+        check=False,
+    )  # fmt: skip

@@ -18,6 +18,7 @@ from loadtest.bench.results import read_records
 from loadtest.host.ports import free_port
 from loadtest.host.process import CLEAN_EXIT_CODES
 from loadtest.runners import calibration, ceiling_site
+from loadtest.tests.stand_in_manifest import PRELUDE
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 NO_DAEMON = "unix:///nonexistent/serverlab-test/docker.sock"
@@ -34,15 +35,6 @@ from loadtest.bench import run as bench
 from loadtest.commands import bench as bench_command
 bench.Bench.stacks = lambda self: []
 sys.exit(bench_command.cmd_bench(bench_args(sys.argv[1:])))
-"""
-PRELUDE = """
-import argparse
-from loadtest.commands import bench as _bench
-def bench_args(argv):
-    parser = argparse.ArgumentParser()
-    sub = parser.add_subparsers()
-    _bench.register(sub)
-    return parser.parse_args(["bench", *argv])
 """
 
 

@@ -39,7 +39,7 @@ from loadtest.host.process import CLEAN_EXIT_CODES, group_pids
 from loadtest.runners import front
 from loadtest.runners.conformance import check_stack
 from loadtest.runners.native import NativeRunner
-from loadtest.tests.stand_in_manifest import python_stand_in
+from loadtest.tests.stand_in_manifest import bench_over, python_stand_in
 
 KINDS = [
     pytest.param(
@@ -333,48 +333,15 @@ def test_the_stacks_date_and_length_reach_the_client_unchanged(kind, folder, tls
                 assert response.getheader(header) == expected.getheader(header), header
 
 
-# `bench` on the reference stack alone, behind a front (the ceiling still runs).
-BENCH_SCRIPT = """
-import os, sys
-from pathlib import Path
-from loadtest.bench import run as bench
-from loadtest.commands import bench as bench_command
-from loadtest.core.manifest import REPO_ROOT, Manifest
-folder = Path(os.environ["FRONT_TEST_STACK"])
-manifest = Manifest(
-    name=folder.name, folder=folder, display_name="Reference", language="Python",
-    framework="http.server", framework_version="3", runtime="CPython", runtime_version="3",
-    port=int(os.environ["FRONT_TEST_PORT"]),
-    concurrency={"kind": "threads", "default_workers": "cpus", "workers": "1"},
-    native={"requires": ["python3"], "apt": [], "version": "python3 -V", "build": "true",
-            "run": f'exec {sys.executable} server.py Reference'},
-    docker={"dockerfile": "Dockerfile"}, tuning=[],
-)
-bench.Bench.stacks = lambda self: [manifest.name]
-bench.load = lambda name: manifest
-sys.exit(bench_command.cmd_bench(bench_args(sys.argv[1:])))
-"""
-
-
 @pytest.mark.skipif(shutil.which("wrk") is None, reason="wrk not installed")
 @pytest.mark.parametrize("kind", KINDS)
 def test_bench_measures_through_the_front_and_keeps_its_config(kind, reference_stack, folder):
     from loadtest.bench.results import read_records
-    from loadtest.tests.test_bench_ceiling import PRELUDE
 
+    # The reference stack alone, behind the front (the ceiling still runs).
     results = folder / f"results-{kind}"
-    command = [
-        sys.executable, "-c", PRELUDE + BENCH_SCRIPT, "--results-dir", str(results),
-        "--profile", "smoke", "--front", kind, "--scenarios", "workday,kb100",
-        "--connections", "4", "--duration", "1", "--warmup", "0", "--priority", "0",
-    ]  # fmt: skip
-    env = dict(
-        os.environ, SEED="", DURATION="", PROFILE="", FRONT="", RUNNER="native",
-        FRONT_TEST_STACK=str(reference_stack.folder), FRONT_TEST_PORT=str(reference_stack.port),
-    )  # fmt: skip
-    result = subprocess.run(
-        command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=240, env=env, check=False
-    )
+    result = bench_over([reference_stack], results, "--front", kind,
+                        "--scenarios", "workday,kb100", "--connections", "4", "--duration", "1")
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     (run,) = [p for p in results.iterdir() if p.is_dir()]
     info = json.loads((run / "run.json").read_text())

@@ -214,6 +214,20 @@ def test_unknown_variant_lists_the_known_ones(tmp_path):
         manifests.load("plain@stock", tmp_path)
 
 
+def test_a_tls_variant_serves_https_itself_with_the_default_settings(tmp_path):
+    data = {**copy.deepcopy(GOOD), "self_tls": {"terminator": "Kestrel"},
+            "variant": [{"name": "https", "tls": True, "why": "its own TLS"}]}  # fmt: skip
+    write_stack(tmp_path, "app", data)
+    default, https = manifests.load("app", tmp_path), manifests.load("app@https", tmp_path)
+    assert (default.tls, https.tls) == (False, True)
+    assert https.env == {} and https.self_tls_terminator == "Kestrel"
+    assert https.build_dir != default.build_dir and https.label == "Example (https)"
+    assert manifests.validate_all(tmp_path) == []
+    # Neither an environment nor TLS: the variant would be the default under another name.
+    data["variant"] = [{"name": "same", "why": "x"}]
+    assert any("non-empty 'env' table, or tls = true" in p for p in manifests.validate_data(data))
+
+
 def test_debian_package_versions_are_exact():
     for version in ("1.22.1-9+deb12u11", "2.4.71-1~deb12u1", "1.2.3"):
         assert manifests.EXACT_VERSION.match(version), version
@@ -233,6 +247,8 @@ def test_debian_package_versions_are_exact():
         ("variant", [{"name": "stock", "env": {"A": "b"}}], "needs a 'why'"),
         ("variant", [{"name": "s", "env": {"A": "b"}, "why": "x"}] * 2, "used twice"),
         ("variant", {"name": "s"}, "array of tables"),
+        ("variant", [{"name": "https", "tls": True, "why": "x"}], "tls = true needs [self_tls]"),
+        ("variant", [{"name": "https", "tls": "yes", "why": "x"}], "'tls' must be true or false"),
     ],
 )
 def test_static_keys_and_variants_are_validated(key, value, expected):

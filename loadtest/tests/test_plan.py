@@ -10,6 +10,7 @@ from loadtest.core.knobs import KnobError, parse_cpus, profile_names, resolve
 from loadtest.core.manifest import load_all
 from loadtest.core.verdict import JIT_BOUND_S
 from loadtest.measure.jit import READABLE
+from loadtest.runners import calibration
 
 
 def knobs(**cli):
@@ -57,6 +58,8 @@ def test_seed_is_recorded_when_not_given():
         {"SERVER_MEMORY": "lots"},
         {"SERVER_CPU_QUOTA": "-1"},
         {"SERVER_CPUS": "4096"},
+        {"TLS_TOOL": "siege"},
+        {"TOOL": "oha", "RATE": "100", "TLS_TOOL": "h2load"},  # open loop is oha's alone
     ],
 )
 def test_bad_knobs_are_refused_clearly(cli):
@@ -213,3 +216,13 @@ def test_bad_static_knobs_are_refused(cli):
 def test_http1_with_h2load_is_accepted():
     k = knobs(TOOL="h2load", HTTP="1.1", SEED=1)
     assert k.http == "1.1" and k.tool == "h2load"
+
+
+def test_tls_tool_measures_the_stacks_served_over_https():
+    k = knobs(TOOL="wrk", TLS_TOOL="h2load", SEED=1, SCENARIOS="workday", CONNECTIONS="16,64")
+    the_plan = build_plan(k, ["aspnetcore", "aspnetcore@https"], over_tls={"aspnetcore@https"})
+    tools = {(c.stack, c.tool) for i in the_plan for c in i.cases}
+    assert tools == {("aspnetcore", "wrk"), ("aspnetcore@https", "h2load"), (calibration.NAME, "wrk")}
+    # Unset, TLS_TOOL is TOOL; HTTP=1.1 is h2load's, so TLS_TOOL=h2load allows it.
+    assert knobs(SEED=1).tool_for(over_tls=True) == "wrk"
+    assert knobs(TLS_TOOL="h2load", HTTP="1.1", SEED=1).http == "1.1"

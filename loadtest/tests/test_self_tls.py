@@ -28,13 +28,14 @@ from loadtest import cli
 from loadtest.core import manifest as manifests
 from loadtest.core.knobs import resolve
 from loadtest.core.manifest import REPO_ROOT
+from loadtest.bench.results import read_records
 from loadtest.core.runner import Limits
 from loadtest.host.ports import free_port
 from loadtest.host.process import group_pids
 from loadtest.runners import front
 from loadtest.runners.conformance import check_stack
 from loadtest.runners.native import NativeRunner
-from loadtest.tests.stand_in_manifest import python_stand_in
+from loadtest.tests.stand_in_manifest import bench_over, python_stand_in
 from loadtest.tests.test_manifest import GOOD
 
 DISPLAY_NAME = "Reference"
@@ -148,48 +149,12 @@ def test_check_passes_over_the_stacks_own_tls(self_tls_stack, tmp_path):
         server.kill()
 
 
-# `bench` on the stand-in alone with FRONT=self (the ceiling still runs).
-BENCH_SCRIPT = """
-import os, sys
-from pathlib import Path
-from loadtest.bench import run as bench
-from loadtest.commands import bench as bench_command
-from loadtest.core.manifest import Manifest
-folder = Path(os.environ["SELF_TLS_TEST_STACK"])
-manifest = Manifest(
-    name=folder.name, folder=folder, display_name="Reference", language="Python",
-    framework="http.server", framework_version="3", runtime="CPython", runtime_version="3",
-    port=int(os.environ["SELF_TLS_TEST_PORT"]),
-    concurrency={"kind": "threads", "default_workers": "cpus", "workers": "1"},
-    native={"requires": ["python3"], "apt": [], "version": "python3 -V", "build": "true",
-            "run": f'exec {sys.executable} server.py Reference'},
-    docker={"dockerfile": "Dockerfile"}, tuning=[], self_tls_terminator="Python ssl",
-)
-bench.Bench.stacks = lambda self: [manifest.name]
-bench.load = lambda name: manifest
-sys.exit(bench_command.cmd_bench(bench_args(sys.argv[1:])))
-"""
-
-
 @pytest.mark.skipif(shutil.which("wrk") is None, reason="wrk not installed")
 def test_bench_records_the_stack_as_its_tls_terminator(self_tls_stack, tmp_path):
-    from loadtest.bench.results import read_records
-    from loadtest.tests.test_bench_ceiling import PRELUDE
-
+    # The stand-in alone with FRONT=self (the ceiling still runs).
     results = tmp_path / "results"
-    command = [
-        sys.executable, "-c", PRELUDE + BENCH_SCRIPT, "--results-dir", str(results),
-        "--profile", "smoke", "--front", "self", "--scenarios", "workday",
-        "--connections", "4", "--duration", "1", "--warmup", "0", "--priority", "0",
-    ]  # fmt: skip
-    env = dict(
-        os.environ, SEED="", DURATION="", PROFILE="", FRONT="", RUNNER="native",
-        SELF_TLS_TEST_STACK=str(self_tls_stack.folder),
-        SELF_TLS_TEST_PORT=str(self_tls_stack.port),
-    )  # fmt: skip
-    result = subprocess.run(
-        command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=240, env=env, check=False
-    )
+    result = bench_over([self_tls_stack], results, "--front", "self", "--scenarios", "workday",
+                        "--connections", "4", "--duration", "1")
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     (run,) = [p for p in results.iterdir() if p.is_dir()]
     info = json.loads((run / "run.json").read_text())
@@ -208,6 +173,35 @@ def test_bench_records_the_stack_as_its_tls_terminator(self_tls_stack, tmp_path)
         assert any(str(a).startswith("https://127.0.0.1:") for a in record["result"]["command"])
     summary = (run / "summary.md").read_text()
     assert f"TLS terminated by {TERMINATOR} ({name})" in summary
+
+
+@pytest.mark.skipif(
+    shutil.which("wrk") is None or shutil.which("h2load") is None, reason="wrk or h2load missing"
+)
+def test_an_https_variant_runs_among_plain_stacks_with_tls_tool(self_tls_stack, tmp_path):
+    # The 2019 run's shape: the same stack in plain HTTP (TOOL) and as its own
+    # HTTPS server (TLS_TOOL), in the same rounds of one run.
+    https = replace(self_tls_stack, name=f"{self_tls_stack.name}@https", variant="https",
+                    tls=True)  # fmt: skip
+    results = tmp_path / "results"
+    result = bench_over([self_tls_stack, https], results, "--tool", "wrk", "--tls-tool", "h2load",
+                        "--scenarios", "workday", "--connections", "4", "--duration", "1")  # fmt: skip
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    (run,) = [p for p in results.iterdir() if p.is_dir()]
+    info = json.loads((run / "run.json").read_text())
+    assert info["knobs"]["front"] == "none" and info["knobs"]["tls_tool"] == "h2load"
+    assert info["front"] == {"kind": "none", "terminators": {https.name: TERMINATOR}}
+    records = read_records(run / "results.jsonl")
+    measured = {r["stack"]: r for r in records if r["kind"] == "measurement" and not r["ceiling"]}
+    plain, own = measured[self_tls_stack.name], measured[https.name]
+    for record in (plain, own):
+        assert record["status"] == "ok" and record["result"]["errors_total"] == 0, record
+    assert (plain["tool"], plain["front"]) == ("wrk", "none")
+    assert (own["tool"], own["front"]) == ("h2load", "self")
+    assert any(str(a).startswith("https://127.0.0.1:") for a in own["result"]["command"])
+    assert not any(str(a).startswith("https:") for a in plain["result"]["command"])
+    summary = (run / "summary.md").read_text()
+    assert f"served over HTTPS by the stack itself: {https.name} (TLS terminated by" in summary
 
 
 def need_dotnet() -> None:
