@@ -184,8 +184,12 @@ def test_an_https_variant_runs_among_plain_stacks_with_tls_tool(self_tls_stack, 
     https = replace(self_tls_stack, name=f"{self_tls_stack.name}@https", variant="https",
                     tls=True)  # fmt: skip
     results = tmp_path / "results"
-    result = bench_over([self_tls_stack, https], results, "--tool", "wrk", "--tls-tool", "h2load",
-                        "--scenarios", "workday", "--connections", "4", "--duration", "1")  # fmt: skip
+    try:
+        result = bench_over([self_tls_stack, https], results, "--tool", "wrk", "--tls-tool",
+                            "h2load", "--scenarios", "workday", "--connections", "4",
+                            "--duration", "1")  # fmt: skip
+    finally:
+        shutil.rmtree(https.build_dir, ignore_errors=True)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     (run,) = [p for p in results.iterdir() if p.is_dir()]
     info = json.loads((run / "run.json").read_text())

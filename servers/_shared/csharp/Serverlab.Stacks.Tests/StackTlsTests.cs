@@ -82,21 +82,24 @@ public sealed class StackTlsTests(TlsStacksFixture stacks) : IClassFixture<TlsSt
     [MemberData(nameof(Stacks))]
     public void ListensOnHttps(string stack) => Assert.Equal("https", stacks.Url(stack).Scheme);
 
-    [Theory]
-    [MemberData(nameof(Stacks))]
-    public async Task HelloOverHttp2(string stack)
+    /// <summary>Every stack with each protocol ALPN can choose.</summary>
+    public static TheoryData<string, string> StacksAndProtocols()
     {
-        TlsReply reply = await Get(stack, HttpVersion.Version20);
-        Assert.Equal(HttpVersion.Version20, reply.Version);
-        AssertHello(reply, stack);
+        var data = new TheoryData<string, string>();
+        foreach (string stack in StacksFixture.Builders.Keys)
+        {
+            data.Add(stack, "2.0");
+            data.Add(stack, "1.1");
+        }
+        return data;
     }
 
     [Theory]
-    [MemberData(nameof(Stacks))]
-    public async Task HelloOverHttp11(string stack)
+    [MemberData(nameof(StacksAndProtocols))]
+    public async Task HelloOverEachProtocol(string stack, string version)
     {
-        TlsReply reply = await Get(stack, HttpVersion.Version11);
-        Assert.Equal(HttpVersion.Version11, reply.Version);
+        TlsReply reply = await Get(stack, Version.Parse(version));
+        Assert.Equal(Version.Parse(version), reply.Version);
         AssertHello(reply, stack);
     }
 
