@@ -196,7 +196,7 @@ def stack_service(manifest: Manifest) -> dict:
     }
     # A [[variant]]'s settings (e.g. STATIC_CONFIG) pass through when set.
     for variant in manifest.variants:
-        for key in variant["env"]:
+        for key in variant.get("env", {}):
             service["environment"].setdefault(key, None)
     if manifest.tls or manifest.self_tls_terminator:
         # The run's self-signed certificate and key (loadtest.host.tls), read-only,

@@ -342,7 +342,7 @@ class DockerServer(ServedContainer):
         if engine.remote:
             env["SERVER_BIND"] = bind_address(self.address)
         for variant in manifest.variants:  # no variant setting leaks in from this shell
-            for key in variant["env"]:
+            for key in variant.get("env", {}):
                 env.pop(key, None)
         env.update(manifest.env)
         env.pop("TLS_CERT", None)  # nor a certificate: only FRONT=self sets them

@@ -64,7 +64,7 @@ def test_tls_stacks_mount_the_run_certificate_and_take_variant_env():
         passed_through = {"TLS_CERT", "TLS_KEY"} <= set(service["environment"])
         assert passed_through == bool(manifest.self_tls_terminator), manifest.name
         for variant in manifest.variants:
-            for key in variant["env"]:
+            for key in variant.get("env", {}):
                 assert key in service["environment"] and service["environment"][key] is None
     assert services["nginx-static"]["environment"]["STATIC_CONFIG"] is None
 
