@@ -140,7 +140,7 @@ def tls_front(kind: str, manifest: Manifest | None) -> str:
         return "none"
     if kind != "none":
         return kind
-    return SELF if manifest.tls else "none"
+    return SELF if getattr(manifest, "tls", False) else "none"
 
 
 def self_refusal(manifests: list[Manifest]) -> str | None:

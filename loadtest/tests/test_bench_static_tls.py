@@ -39,7 +39,8 @@ bench.stack_contracts = lambda stacks: {s: "static" for s in stacks}
 def prepare(self, stacks, run_info):
     for name in stacks:
         label = name + " (test nginx)"
-        self.manifests[name] = types.SimpleNamespace(display_name=label, label=label, warmup_s=0.0)
+        self.manifests[name] = types.SimpleNamespace(display_name=label, label=label, warmup_s=0.0,
+                                                     tls=True)
         self.record_stack(name, "build", "ok", "stand-in")
 
 def verify(self, stack, server, ready_s):
@@ -77,6 +78,7 @@ def test_static_tls_smoke_profile_end_to_end(tmp_path):
     for record in records:
         assert record["status"] == "ok", record["problem"]
         assert record["scenario"] == "page" and record["tool"] == "h2load"
+        assert record["front"] == "self"  # the stack terminates TLS, no front before it
         assert record["headers"] == {"Accept-Encoding": "br, gzip"}
         assert record["result"]["requests"] == 300
         assert record["result"]["details"]["protocol"] == "h2"
