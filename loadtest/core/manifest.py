@@ -207,7 +207,7 @@ def load(stack_id: str, servers_dir: Path = SERVERS_DIR) -> Manifest:
                 f"unknown variant '{variant}' of stack '{name}' ({path}); its variants: {known}"
             )
         env = dict(chosen[0].get("env", {}))
-        serves_tls = chosen[0].get("tls", False)
+        serves_tls = serves_tls or chosen[0].get("tls", False)  # a tls stack's variants too
     return Manifest(
         name=stack_id,
         folder=folder,

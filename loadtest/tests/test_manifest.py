@@ -195,7 +195,7 @@ def test_variant_id_adds_its_env_and_keeps_its_own_build_folder(tmp_path):
     stock = manifests.load("site@stock", tmp_path)
     assert (default.contract, default.tls, default.env) == ("static", True, {})
     assert stock.name == "site@stock" and stock.stack == "site" and stock.variant == "stock"
-    assert stock.env == {"STATIC_CONFIG": "stock"}
+    assert stock.env == {"STATIC_CONFIG": "stock"} and stock.tls  # a tls stack's variant too
     assert stock.folder == default.folder and stock.build_dir != default.build_dir
     assert stock.provenance()["variant_env"] == {"STATIC_CONFIG": "stock"}
     assert (default.label, stock.label) == ("Example", "Example (stock)")
