@@ -494,14 +494,12 @@ def stack_contracts(stacks: list[str]) -> dict[str, str]:
 
 
 def stacks_over_tls(stacks: list[str], front_kind: str) -> set[str]:
-    """The stacks served over HTTPS: all of them behind a front (FRONT=nginx|apache|self),
-    else those that serve it themselves (`tls = true`, or a variant with tls = true)."""
-    if front_kind != "none":
-        return set(stacks)
+    """The stacks served over HTTPS: whatever terminates TLS for them (front.tls_front:
+    a FRONT, or the stack itself with `tls = true` or a variant with tls = true)."""
     served = set()
     for name in stacks:
         with contextlib.suppress(ManifestError):
-            if load(name).tls:
+            if front.tls_front(front_kind, load(name)) != "none":
                 served.add(name)
     return served
 
