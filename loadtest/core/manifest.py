@@ -272,6 +272,8 @@ def validate_data(data: dict) -> list[str]:
     for i, entry in enumerate(data.get("known_failure", [])):
         if not (isinstance(entry, dict) and entry.get("check") and entry.get("why")):
             problems.append(f"[[known_failure]] entry {i + 1} needs 'check' and 'why'")
+        elif not isinstance(entry.get("intermittent", False), bool):
+            problems.append(f"[[known_failure]] entry {i + 1}: 'intermittent' must be true or false")
     if data.get("contract", "api") not in CONTRACTS:
         problems.append(f"'contract' must be one of {', '.join(CONTRACTS)}")
     if not isinstance(data.get("tls", False), bool):

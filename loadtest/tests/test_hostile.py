@@ -180,6 +180,21 @@ def test_documented_failures_show_as_documented_and_never_as_passed(capsys):
     assert "hostile:header-64k is listed as a known failure but passed" in capsys.readouterr().out
 
 
+def test_an_intermittent_known_failure_is_documented_when_it_fails_and_kept_when_it_passes(
+    capsys,
+):
+    known = [{"check": "hostile:connect-send-nothing", "why": "timing", "intermittent": True}]
+    failed, passed = hostile.StackReport("demo"), hostile.StackReport("demo")
+    failed.set("connect-send-nothing", False, "no answer in 5 s")
+    passed.set("connect-send-nothing", True, "answered")
+    hostile.apply_documented(failed, manifest(known))
+    hostile.apply_documented(passed, manifest(known))
+    assert failed.rows["connect-send-nothing"]["status"] == "documented"
+    assert passed.rows["connect-send-nothing"]["status"] == "pass"
+    assert "did not occur this time" in passed.rows["connect-send-nothing"]["note"]
+    assert "remove it" not in capsys.readouterr().out
+
+
 def test_schemathesis_is_documented_only_when_every_failure_code_is():
     known = [{"check": "hostile:schemathesis:ST204", "why": "parser rejects QUERY"}]
     report = hostile.StackReport("demo")

@@ -126,6 +126,16 @@ def test_known_failure_needs_a_reason():
     assert "[[known_failure]] entry 1 needs 'check' and 'why'" in manifests.validate_data(data)
 
 
+def test_known_failure_intermittent_is_true_or_false():
+    data = copy.deepcopy(GOOD)
+    data["known_failure"] = [{"check": "keep-alive", "why": "timing", "intermittent": "often"}]
+    assert "[[known_failure]] entry 1: 'intermittent' must be true or false" in (
+        manifests.validate_data(data)
+    )
+    data["known_failure"][0]["intermittent"] = True
+    assert manifests.validate_data(data) == []
+
+
 def test_known_failure_must_be_explained_in_the_readme(tmp_path):
     folder = tmp_path / "sync"
     folder.mkdir()
