@@ -18,6 +18,14 @@ WORKER = textwrap.dedent("""
 
     mode, pids = os.environ["MODE"], os.environ["PIDS"]
 
+    def first_to_claim(path):
+        # O_EXCL: of workers that start together, exactly one creates the file.
+        try:
+            os.close(os.open(path, os.O_CREAT | os.O_EXCL))
+        except FileExistsError:
+            return False
+        return True
+
     def serve():
         with open(pids, "a") as out:
             out.write(f"{os.getpid()}\\n")
@@ -25,8 +33,7 @@ WORKER = textwrap.dedent("""
             raise RuntimeError("cannot serve")
         if mode == "stubborn":
             signal.signal(signal.SIGINT, signal.SIG_IGN)
-        if mode == "crash-once" and not os.path.exists(pids + ".crashed"):
-            open(pids + ".crashed", "w").close()
+        if mode == "crash-once" and first_to_claim(pids + ".crashed"):
             time.sleep(0.5)
             os._exit(3)
         while True:
