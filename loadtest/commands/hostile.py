@@ -431,27 +431,25 @@ def apply_documented(report: StackReport, manifest: Manifest) -> None:
     `intermittent = true` (the failure depends on timing, and its README says
     how often it was seen).
     """
-    entries = {
+    known = {
         e["check"][len(KNOWN_PREFIX) :]: e
         for e in manifest.known_failures
         if e["check"].startswith(KNOWN_PREFIX)
     }
-    known = {row: entry["why"] for row, entry in entries.items()}
-    codes = {key.split(":", 1)[1] for key in known if key.startswith("schemathesis:")}
+    codes = documented_codes(manifest)
     for row, value in report.rows.items():
-        listed = row in known
         if row == "schemathesis" and codes and value["status"] == "fail":
             failed = set(report.schemathesis.get("codes", []))
             if failed and failed <= codes and not report.schemathesis.get("errors"):
                 value["status"] = "documented"
-                value["why"] = "; ".join(known[f"schemathesis:{c}"] for c in sorted(failed))
+                value["why"] = "; ".join(known[f"schemathesis:{c}"]["why"] for c in sorted(failed))
             continue
-        if not listed:
+        if row not in known:
             continue
         if value["status"] == "fail":
             value["status"] = "documented"
-            value["why"] = known[row]
-        elif entries[row].get("intermittent"):
+            value["why"] = known[row]["why"]
+        elif known[row].get("intermittent"):
             value["note"] = "a known intermittent failure that did not occur this time"
         else:
             value["note"] = "listed as a known failure but passed: remove it from server.toml"
