@@ -54,7 +54,7 @@ from loadtest.bench.results import (
 )
 from loadtest.core.errors import StepError
 from loadtest.core.knobs import KnobError, Knobs
-from loadtest.core.manifest import ManifestError, load, stack_ids, stack_names
+from loadtest.core.manifest import Manifest, ManifestError, load, stack_ids, stack_names
 from loadtest.core.runner import RunnerUnavailable
 from loadtest.core.verdict import JIT_BOUND_S
 from loadtest.host.priority import can_raise, raise_priority
@@ -75,7 +75,8 @@ class Bench:
         self.console = console
         self.resume = resume
         self.run_id = folder.name
-        self.manifests: dict = {}
+        self.manifests: dict = {}  # stack -> manifest, of the stacks built for this run
+        self.readable: dict[str, Manifest] = {}  # stack -> manifest, of those that load
         self.warmups: dict[str, float] = {}
         self.failed: dict[str, str] = {}  # stack -> why it is out of the run
         self.contracts: dict[str, str] = {}  # stack -> "api" | "static"
@@ -166,17 +167,13 @@ class Bench:
             )
             self.knobs = dataclasses.replace(self.knobs, calibration=False)
 
-    def use_front(self, stacks: list[str]) -> None:
+    def use_front(self) -> None:
         """FRONT=nginx|apache: every stack is started behind that TLS front; FRONT=self:
         every stack serves TLS itself ([self_tls])."""
         kind = self.knobs.front
         if kind == "none":
             return
-        manifests = []
-        for name in stacks:
-            with contextlib.suppress(ManifestError):
-                manifests.append(load(name))
-        refusal = front.refusal(kind, manifests)
+        refusal = front.refusal(kind, list(self.readable.values()))
         if refusal:
             raise KnobError(refusal)
         # The front's rendered config, pid and temp files, and the run's
@@ -200,6 +197,7 @@ class Bench:
     def run(self, dry_run: bool = False) -> int:
         try:
             stacks = self.stacks()
+            self.readable = readable_manifests(stacks)
             self.choose_runner()
             self.check_tools()
             try:
@@ -208,18 +206,18 @@ class Bench:
                 raise KnobError(f"RUNNER={self.knobs.runner}: not available ({exc})") from None
             # A tls = true stack's certificate lives in the results folder.
             self.runner.tls_folder = self.folder / "tls"
-            self.use_front(stacks)
+            self.use_front()
         except (KnobError, ToolError, RunnerUnavailable) as exc:
             self.console.print(f"[red]bench: {escape(str(exc))}[/]")
             return 2
-        self.contracts = stack_contracts(stacks)
-        self.warmups = stack_warmups(stacks)
-        over_tls = stacks_over_tls(stacks, self.knobs.front)
+        self.contracts = stack_contracts(stacks, self.readable)
+        self.warmups = stack_warmups(self.readable)
+        over_tls = stacks_over_tls(self.readable, self.knobs.front)
         the_plan = plan.build_plan(self.knobs, stacks, self.contracts, over_tls)
         if self.resume:
             self.load_previous()
         # Stacks that cannot run here are not in the estimate, and the printout says so.
-        unavailable = self.unavailable_stacks(stacks)
+        unavailable = self.unavailable_stacks()
         expected = [i for i in self.remaining(the_plan) if i.stack not in unavailable]
         print_plan(
             self.console, self.knobs, stacks, expected,
@@ -236,10 +234,7 @@ class Bench:
                     dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
                 )
             else:
-                manifests = {}
-                for name in stacks:
-                    with contextlib.suppress(ManifestError):
-                        manifests[name] = load(name).provenance()
+                manifests = {s: m.provenance() for s, m in self.readable.items()}
                 run_info = provenance(
                     self.run_id, self.knobs, manifests, self.runner_choice, self.priority
                 )
@@ -381,15 +376,10 @@ class Bench:
         )  # fmt: skip
         self.say(f"[bold red]✗ {escape(exc.explain())}[/]")
 
-    def unavailable_stacks(self, stacks: list[str]) -> dict[str, str]:
+    def unavailable_stacks(self) -> dict[str, str]:
         """Stack -> why it cannot run here (a missing toolchain, packages the mirror lacks)."""
-        reasons = {}
-        for name in stacks:
-            with contextlib.suppress(ManifestError):
-                reason = self.runner.unavailable_reason(load(name))
-                if reason:
-                    reasons[name] = reason
-        return reasons
+        reasons = {s: self.runner.unavailable_reason(m) for s, m in self.readable.items()}
+        return {stack: why for stack, why in reasons.items() if why}
 
     def prepare(self, stacks: list[str], run_info: dict) -> None:
         """Prerequisites and build for every stack, before any load."""
@@ -468,40 +458,41 @@ class Bench:
         return 1 if failed or self.write_failed else 0
 
 
-def stack_warmups(stacks: list[str]) -> dict[str, float]:
+def readable_manifests(stacks: list[str]) -> dict[str, Manifest]:
+    """Stack -> manifest, for the stacks whose manifest loads, read once as the run
+    starts; the others are left out here, and their build step names the error."""
+    manifests = {}
+    for name in stacks:
+        with contextlib.suppress(ManifestError):
+            manifests[name] = load(name)
+    return manifests
+
+
+def stack_warmups(manifests: dict[str, Manifest]) -> dict[str, float]:
     """Each stack's JIT warm-up at most, for the estimates: its declared priming
     (manifest `warmup_s`), or, where the warm-up waits for its compiler to go quiet
     (measure/jit.py), the bound of that wait (JIT_BOUND_S)."""
     warmups = {}
-    for name in stacks:
-        with contextlib.suppress(ManifestError):
-            manifest = load(name)
-            wait = max(manifest.warmup_s, JIT_BOUND_S if manifest.jit in jit.READABLE else 0.0)
-            if wait:
-                warmups[name] = wait
+    for name, manifest in manifests.items():
+        wait = max(manifest.warmup_s, JIT_BOUND_S if manifest.jit in jit.READABLE else 0.0)
+        if wait:
+            warmups[name] = wait
     return warmups
 
 
-def stack_contracts(stacks: list[str]) -> dict[str, str]:
+def stack_contracts(stacks: list[str], manifests: dict[str, Manifest]) -> dict[str, str]:
     """Each stack's manifest contract, "api" or "static" (unreadable manifests: "api")."""
-    contracts = {}
-    for name in stacks:
-        try:
-            contracts[name] = load(name).contract
-        except ManifestError:
-            contracts[name] = "api"
-    return contracts
+    return {name: manifests[name].contract if name in manifests else "api" for name in stacks}
 
 
-def stacks_over_tls(stacks: list[str], front_kind: str) -> set[str]:
+def stacks_over_tls(manifests: dict[str, Manifest], front_kind: str) -> set[str]:
     """The stacks served over HTTPS: whatever terminates TLS for them (front.tls_front:
     a FRONT, or the stack itself with `tls = true` or a variant with tls = true)."""
-    served = set()
-    for name in stacks:
-        with contextlib.suppress(ManifestError):
-            if front.tls_front(front_kind, load(name)) != "none":
-                served.add(name)
-    return served
+    return {
+        name
+        for name, manifest in manifests.items()
+        if front.tls_front(front_kind, manifest) != "none"
+    }
 
 
 def _raise_interrupt(signum, frame):

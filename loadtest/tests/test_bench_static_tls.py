@@ -34,7 +34,7 @@ from loadtest.tests.tls_nginx import TlsNginx
 
 STACKS = {"tls-gzip": True, "tls-plain": False}
 bench.Bench.stacks = lambda self: list(STACKS)
-bench.stack_contracts = lambda stacks: {s: "static" for s in stacks}
+bench.stack_contracts = lambda stacks, manifests: {s: "static" for s in stacks}
 
 def prepare(self, stacks, run_info):
     for name in stacks:
