@@ -1,11 +1,13 @@
 // ASP.NET Core MVC: the serverlab contract (contracts/README.md) with
 // controllers ([ApiController], attribute routes) on Kestrel, the way the 2019
 // experiment's ASP.NET Core service was written. The contract logic lives in
-// ../_shared/csharp/Serverlab.Contract; the web layer, with every tuning
-// choice, is App.cs and ContractController.cs.
+// ../_shared/csharp/Serverlab.Contract, the host both ASP.NET Core stacks
+// share in ../_shared/csharp/Serverlab.Hosting; this stack's web layer is App.cs
+// and ContractController.cs.
 
 using Serverlab.AspNetCoreMvc;
 using Serverlab.Contract;
+using Serverlab.Hosting;
 
 // Sent verbatim in the hello body; equal to display_name in server.toml (a test checks it).
 const string DisplayName = "ASP.NET Core MVC";
@@ -18,16 +20,6 @@ const int DefaultPort = 8182;
 // calendar and the certificate are read here, once.
 ServerSettings settings = ServerSettings.FromEnvironmentOrExit(DisplayName, DefaultPort);
 
-WebApplication app = App.Build(settings, args);
-try
-{
-    // Serves until SIGTERM or SIGINT, then stops gracefully and returns.
-    app.Run();
-}
-catch (IOException e)
-{
-    // Kestrel could not listen (address in use, not an address of this host).
-    Console.Error.WriteLine($"error: {DisplayName} cannot listen on {settings.Host}:{settings.Port}: {e.Message}");
-    return 1;
-}
-return 0;
+// Serves until SIGTERM or SIGINT (exit status 0); 1 with one line on stderr when
+// Kestrel cannot listen (ContractHost.Serve).
+return App.Build(settings, args).Serve(settings, DisplayName);

@@ -1,13 +1,14 @@
-using Microsoft.AspNetCore.Server.Kestrel.Core;
 using Serverlab.Contract;
+using Serverlab.Hosting;
 
 namespace Serverlab.AspNetCore;
 
 /// <summary>
 /// The web layer: a minimal API (WebApplication and route handlers) on Kestrel
-/// over the shared contract library. Every setting that is not ASP.NET Core's
-/// default is a [[tuning]] entry in server.toml and a row of README.md's tuning
-/// table, with the same reason.
+/// over the shared contract library, on the host every ASP.NET Core stack shares
+/// (Serverlab.Hosting). Every setting that is not ASP.NET Core's default is a
+/// [[tuning]] entry in server.toml and a row of README.md's tuning table, with the
+/// same reason.
 /// </summary>
 public static class App
 {
@@ -19,79 +20,12 @@ public static class App
     {
         Routes routes = settings.Routes;
 
-        // The stock builder of new ASP.NET Core services. ApplicationName is the
-        // app's own assembly whoever hosts it (the tests start it in-process).
-        WebApplicationBuilder builder = WebApplication.CreateBuilder(new WebApplicationOptions
-        {
-            Args = args,
-            ApplicationName = typeof(App).Assembly.GetName().Name,
-        });
+        // ASP.NET Core's stock builder with the tuning every ASP.NET Core stack shares
+        // (../_shared/csharp/Serverlab.Hosting/ContractHost.cs).
+        WebApplication app = ContractHost.CreateBuilder(settings, args, typeof(App).Assembly).Build();
 
-        // Tuning: no logging providers. The contract forbids per-request logging;
-        // with no provider nothing is logged, and ASP.NET Core's hosting layer also
-        // skips its per-request log scope. A failure to listen is still printed on
-        // stderr, as one line (Program.cs).
-        builder.Logging.ClearProviders();
-
-        builder.WebHost.ConfigureKestrel(kestrel =>
-        {
-            // Tuning: one endpoint, Listen(HOST, PORT), plain HTTP; protocols HTTP/1.1
-            // and cleartext HTTP/2 by prior knowledge (Kestrel's default); no HTTPS
-            // redirection, no static files. With TLS_CERT and TLS_KEY (FRONT=self) the
-            // same endpoint serves HTTPS with that certificate, HTTP/1.1 and HTTP/2
-            // chosen by ALPN, Kestrel's TLS defaults otherwise.
-            kestrel.Listen(settings.ListenAddress, settings.Port, listen =>
-            {
-                if (settings.TlsCertificate is { } certificate)
-                {
-                    listen.Protocols = HttpProtocols.Http1AndHttp2;
-                    listen.UseHttps(certificate);
-                }
-            });
-            // Tuning: AddServerHeader as configured, true (Kestrel's default) unless
-            // Kestrel:AddServerHeader says otherwise (Kestrel__AddServerHeader=false in the
-            // environment): Kestrel sends "Server: Kestrel"; the contract records it
-            // without judging it, and the README measures the 2019 lesson both ways.
-            kestrel.AddServerHeader = builder.Configuration.GetValue("Kestrel:AddServerHeader", true);
-            // Tuning: Kestrel's limits are left at their defaults (no limit on
-            // connections or on requests per connection, keep-alive timeout 130 s,
-            // request headers timeout 30 s, minimum response data rate 240 bytes/s
-            // after a 5 s grace): they never bind the contract's requests.
-        });
-
-        builder.WebHost.UseSockets(sockets =>
-        {
-            // Tuning: IOQueueCount = WORKERS (unset: Environment.ProcessorCount, which
-            // honours the cgroup CPU quota and the cpuset), instead of Kestrel's
-            // min(CPUs, 16): the one thread-count-like knob Kestrel has. The queues and
-            // the handlers run on the .NET thread pool, which sizes itself.
-            sockets.IOQueueCount = settings.Workers;
-            // Tuning: listen backlog 4096 (Kestrel's default is 512, which overflows when
-            // thousands of connections arrive at once); the kernel caps it at
-            // net.core.somaxconn.
-            sockets.Backlog = 4096;
-        });
-
-        // Tuning: ShutdownTimeout = 10 s (the default is 30 s): on SIGTERM or SIGINT
-        // in-flight requests finish, then the process exits 0, inside the harness's
-        // 15 s stop timeout.
-        builder.Services.Configure<HostOptions>(host => host.ShutdownTimeout = TimeSpan.FromSeconds(10));
-
-        WebApplication app = builder.Build();
-
-        // Tuning: exact paths. Endpoint routing matches paths case-insensitively and
-        // ignores a trailing slash, so /workday/ and /WORKDAY would reach the /workday
-        // route; the contract makes every path but exactly / and /workday a 404.
-        app.Use(static (context, next) =>
-        {
-            if (context.Request.Path.Value is Routes.RootPath or Routes.WorkdayPath)
-            {
-                return next(context);
-            }
-            context.Response.StatusCode = StatusCodes.Status404NotFound;
-            return Task.CompletedTask;
-        });
-        app.UseRouting();
+        // Exactly / and /workday, then routing (ContractHost.UseContractPaths).
+        app.UseContractPaths();
 
         // Tuning: MapMethods with GET and HEAD. Routing does not answer HEAD for a
         // MapGet route (it gives 405 with Allow: GET); with both mapped, any other

@@ -1,9 +1,11 @@
 // ASP.NET Core: the serverlab contract (contracts/README.md) as a minimal API
-// on Kestrel. The contract logic lives in ../_shared/csharp/Serverlab.Contract;
-// the web layer, with every tuning choice, is App.cs.
+// on Kestrel. The contract logic lives in ../_shared/csharp/Serverlab.Contract,
+// the host both ASP.NET Core stacks share in ../_shared/csharp/Serverlab.Hosting;
+// this stack's web layer is App.cs.
 
 using Serverlab.AspNetCore;
 using Serverlab.Contract;
+using Serverlab.Hosting;
 
 // Sent verbatim in the hello body; equal to display_name in server.toml (a test checks it).
 const string DisplayName = "ASP.NET Core";
@@ -16,16 +18,6 @@ const int DefaultPort = 8181;
 // calendar and the certificate are read here, once.
 ServerSettings settings = ServerSettings.FromEnvironmentOrExit(DisplayName, DefaultPort);
 
-WebApplication app = App.Build(settings, args);
-try
-{
-    // Serves until SIGTERM or SIGINT, then stops gracefully and returns.
-    app.Run();
-}
-catch (IOException e)
-{
-    // Kestrel could not listen (address in use, not an address of this host).
-    Console.Error.WriteLine($"error: {DisplayName} cannot listen on {settings.Host}:{settings.Port}: {e.Message}");
-    return 1;
-}
-return 0;
+// Serves until SIGTERM or SIGINT (exit status 0); 1 with one line on stderr when
+// Kestrel cannot listen (ContractHost.Serve).
+return App.Build(settings, args).Serve(settings, DisplayName);
