@@ -77,6 +77,8 @@ class Bench:
         self.run_id = folder.name
         self.manifests: dict = {}  # stack -> manifest, of the stacks built for this run
         self.readable: dict[str, Manifest] = {}  # stack -> manifest, of those that load
+        self.unreadable: dict[str, str] = {}  # stack -> why its manifest does not load
+        self.unavailable: dict[str, str] = {}  # stack -> why it cannot run here
         self.warmups: dict[str, float] = {}
         self.failed: dict[str, str] = {}  # stack -> why it is out of the run
         self.contracts: dict[str, str] = {}  # stack -> "api" | "static"
@@ -197,7 +199,7 @@ class Bench:
     def run(self, dry_run: bool = False) -> int:
         try:
             stacks = self.stacks()
-            self.readable = readable_manifests(stacks)
+            self.readable, self.unreadable = read_manifests(stacks)
             self.choose_runner()
             self.check_tools()
             try:
@@ -217,11 +219,13 @@ class Bench:
         if self.resume:
             self.load_previous()
         # Stacks that cannot run here are not in the estimate, and the printout says so.
-        unavailable = self.unavailable_stacks()
-        expected = [i for i in self.remaining(the_plan) if i.stack not in unavailable]
+        self.unavailable = self.unavailable_stacks()
+        expected = [i for i in self.remaining(the_plan) if i.stack not in self.unavailable]
         print_plan(
             self.console, self.knobs, stacks, expected,
-            PlanContext(self.contracts, self.primed(), self.priority, self.folder, unavailable),
+            PlanContext(
+                self.contracts, self.primed(), self.priority, self.folder, self.unavailable
+            ),
         )  # fmt: skip
         if dry_run:
             return 0
@@ -385,12 +389,11 @@ class Bench:
         """Prerequisites and build for every stack, before any load."""
         runner = self.runner
         for name in stacks:
-            try:
-                manifest = load(name)
-            except ManifestError as exc:
-                self.fail(StepError(name, "manifest", str(exc)))
+            if name in self.unreadable:
+                self.fail(StepError(name, "manifest", self.unreadable[name]))
                 continue
-            reason = runner.unavailable_reason(manifest)
+            manifest = self.readable[name]
+            reason = self.unavailable.get(name)
             if reason:
                 self.failed[name] = f"skipped: {reason}"
                 self.record_stack(name, "prerequisites", "skipped", reason)
@@ -458,14 +461,16 @@ class Bench:
         return 1 if failed or self.write_failed else 0
 
 
-def readable_manifests(stacks: list[str]) -> dict[str, Manifest]:
-    """Stack -> manifest, for the stacks whose manifest loads, read once as the run
-    starts; the others are left out here, and their build step names the error."""
-    manifests = {}
+def read_manifests(stacks: list[str]) -> tuple[dict[str, Manifest], dict[str, str]]:
+    """Each stack's manifest, read once as the run starts: stack -> manifest for those
+    that load, and stack -> the error for those that do not (their build step names it)."""
+    manifests, errors = {}, {}
     for name in stacks:
-        with contextlib.suppress(ManifestError):
+        try:
             manifests[name] = load(name)
-    return manifests
+        except ManifestError as exc:
+            errors[name] = str(exc)
+    return manifests, errors
 
 
 def stack_warmups(manifests: dict[str, Manifest]) -> dict[str, float]:
