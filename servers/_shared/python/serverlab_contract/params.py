@@ -8,12 +8,19 @@ odd results is a valid value, so they all end up as 400.
 
 Digits are checked against ``[0-9]`` explicitly: ``str.isdigit`` and ``int``
 also accept non-ASCII digits (``int("\\u0665") == 5``).
+
+Per-request cost: a query with nothing to decode (no ``%``, no ``+``), which
+is every query a benchmark sends, is split with ``str.partition`` instead of
+going through ``parse_qsl``; anything else takes the general path. ``at`` is
+checked field by field at fixed positions against tables of every valid
+spelling, built at import, instead of a regular expression.
+``tests/test_contract_fast_paths.py`` holds both paths to the same answers.
 """
 
 from __future__ import annotations
 
-import re
-from typing import Dict, List, Optional, Sequence
+from datetime import date
+from typing import Dict, List, Optional, Sequence, Tuple
 from urllib.parse import parse_qsl
 
 from .workday import LocalTime
@@ -25,10 +32,6 @@ AT_ERROR_BODY = AT_ERROR.encode("ascii")
 
 MIN_YEAR = 1970
 MAX_YEAR = 2199
-
-_N = re.compile(r"[0-9]{1,3}")
-_AT = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2})(?::([0-9]{2}))?")
-_DAYS_IN_MONTH = (0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
 
 
 class BadRequest(ValueError):
@@ -50,7 +53,9 @@ class InvalidAt(BadRequest):
 
 def parse_n(value: str) -> int:
     """A decoded ``n`` value: 1 to 3 ASCII digits with value 1..100."""
-    if _N.fullmatch(value) is None:
+    # Fast path: isdigit() and isascii() together are exactly [0-9]+ (the
+    # only ASCII characters isdigit() accepts), cheaper than a regex fullmatch.
+    if not (len(value) <= 3 and value.isdigit() and value.isascii()):
         raise InvalidN()
     n = int(value)
     if not 1 <= n <= 100:
@@ -62,23 +67,68 @@ def _is_leap(year: int) -> bool:
     return year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
 
 
+def _days_in_month(year: int, month: int) -> int:
+    return (31, 29 if _is_leap(year) else 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)[month - 1]
+
+
+# The fixed-width fields of ``at`` (``YYYY-MM-DDTHH:MM`` or ``YYYY-MM-DDTHH:MM:SS``)
+# and every valid spelling of each, built once at import. Looking a field up
+# both checks it (digits, range, separator) and converts it, so parsing is
+# four slices and four dict lookups instead of a regex match and int() calls.
+# "2019-05" -> (year, month, ordinal of the day before the 1st, days in month)
+_YEAR_MONTHS: Dict[str, Tuple[int, int, int, int]] = {
+    f"{year:04d}-{month:02d}": (
+        year,
+        month,
+        date(year, month, 1).toordinal() - 1,
+        _days_in_month(year, month),
+    )
+    for year in range(MIN_YEAR, MAX_YEAR + 1)
+    for month in range(1, 13)
+}
+# "-05" -> 5 (checked against the month's length afterwards)
+_DAYS: Dict[str, int] = {f"-{day:02d}": day for day in range(1, 32)}
+# "T10:00" -> (hour, minute, seconds since midnight)
+_CLOCKS: Dict[str, Tuple[int, int, int]] = {
+    f"T{hour:02d}:{minute:02d}": (hour, minute, hour * 3600 + minute * 60)
+    for hour in range(24)
+    for minute in range(60)
+}
+# "" (no seconds) or ":SS" -> seconds
+_SECONDS: Dict[str, int] = {"": 0, **{f":{second:02d}": second for second in range(60)}}
+
+
+def _at_fields(value: str) -> Tuple[Tuple[int, int, int, int], int, Tuple[int, int, int], int]:
+    """The table entries of a valid ``at``'s fields; InvalidAt for anything else."""
+    year_month = _YEAR_MONTHS.get(value[:7])
+    day = _DAYS.get(value[7:10])
+    clock = _CLOCKS.get(value[10:16])
+    second = _SECONDS.get(value[16:])
+    if year_month is None or day is None or clock is None or second is None:
+        raise InvalidAt()
+    _, _, _, days_in_month = year_month
+    if day > days_in_month:
+        raise InvalidAt()  # 2019-02-29, 2019-04-31
+    return year_month, day, clock, second
+
+
 def parse_at(value: str) -> LocalTime:
     """A decoded ``at`` value: ``YYYY-MM-DDTHH:MM`` or ``YYYY-MM-DDTHH:MM:SS``.
 
     Exactly that shape (no offset, no fraction), a real date, year
     1970..2199, hour 0..23, minute and second 0..59.
     """
-    match = _AT.fullmatch(value)
-    if match is None:
-        raise InvalidAt()
-    year, month, day, hour, minute = (int(part) for part in match.groups()[:5])
-    second = int(match.group(6) or 0)
-    if not (MIN_YEAR <= year <= MAX_YEAR and 1 <= month <= 12 and day >= 1):
-        raise InvalidAt()
-    days = 29 if month == 2 and _is_leap(year) else _DAYS_IN_MONTH[month]
-    if day > days or hour > 23 or minute > 59 or second > 59:
-        raise InvalidAt()
+    (year, month, _, _), day, (hour, minute, _), second = _at_fields(value)
     return LocalTime(year, month, day, hour, minute, second)
+
+
+def parse_at_ordinal(value: str) -> Tuple[int, int]:
+    """``parse_at`` as (date ordinal, seconds since local midnight), what the workday table wants.
+
+    Fast path for the router: no LocalTime and no ``date`` object per request.
+    """
+    (_, _, day_before_first, _), day, (_, _, clock_seconds), second = _at_fields(value)
+    return day_before_first + day, clock_seconds + second
 
 
 def query_values(raw_query: str) -> Dict[str, List[str]]:
@@ -115,15 +165,42 @@ def at_from_values(values: Optional[Sequence[str]]) -> Optional[LocalTime]:
     return parse_at(value)
 
 
+def query_value(raw_query: str, name: str, error: type = BadRequest) -> Optional[str]:
+    """The one decoded value of ``name`` in a raw query; None when absent; ``error`` if repeated.
+
+    The same answer as ``single_value(query_values(raw_query).get(name), error)``.
+    """
+    if "%" in raw_query or "+" in raw_query:
+        # Something to decode: the general form parser.
+        return single_value(query_values(raw_query).get(name), error)
+    # Fast path: with no escapes and no '+', form-decoding is only splitting
+    # on '&' and the first '=' (parse_qsl skips empty pairs). It saves
+    # parse_qsl's per-pair unquote calls and the dict of lists
+    # (docs/measurements/python-contract.md).
+    if "&" not in raw_query:
+        key, _, value = raw_query.partition("=")
+        return value if key == name and raw_query else None
+    found = None
+    for pair in raw_query.split("&"):
+        key, _, value = pair.partition("=")
+        if key == name and pair:
+            if found is not None:
+                raise error()
+            found = value
+    return found
+
+
 def n_from_query(raw_query: str) -> Optional[int]:
     """``n`` from a raw query string; None means hello. Raises InvalidN."""
     if not raw_query:
         return None
-    return n_from_values(query_values(raw_query).get("n"))
+    value = query_value(raw_query, "n", InvalidN)
+    return parse_n(value) if value else None
 
 
 def at_from_query(raw_query: str) -> Optional[LocalTime]:
     """``at`` from a raw query string; None means now. Raises InvalidAt."""
     if not raw_query:
         return None
-    return at_from_values(query_values(raw_query).get("at"))
+    value = query_value(raw_query, "at", InvalidAt)
+    return None if value is None else parse_at(value)

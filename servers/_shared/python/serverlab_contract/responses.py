@@ -12,7 +12,15 @@ from __future__ import annotations
 import time
 from typing import NamedTuple, Optional, Tuple
 
-from .params import BadRequest, at_from_values, n_from_values, query_values
+from .params import (
+    AT_ERROR_BODY,
+    N_ERROR_BODY,
+    BadRequest,
+    InvalidAt,
+    n_from_query,
+    parse_at_ordinal,
+    query_value,
+)
 from .workday import TradingCalendar
 
 CONTENT_TYPE = "text/plain; charset=utf-8"
@@ -28,6 +36,8 @@ REASONS = {
     405: "Method Not Allowed",
     500: "Internal Server Error",
 }
+# "200 OK", the form WSGI's start_response wants, formatted once per status.
+STATUS_LINES = {status: f"{status} {reason}" for status, reason in REASONS.items()}
 
 MAX_KB = 100
 # The n-KB bodies, built once at import (5 MB per process); index 0 is unused.
@@ -64,20 +74,44 @@ def hello_text(display_name: str, epoch_ms: Optional[int] = None) -> str:
     return f"Hello World, from {display_name}! {format_hello_time(epoch_ms)}"
 
 
+# "000" .. "999": the millisecond part of the hello time, formatted once.
+_MILLIS: Tuple[bytes, ...] = tuple(b"%03d" % millis for millis in range(1000))
+
+
 class Hello:
     """The hello body for one display name, as bytes (prefix encoded once)."""
 
-    __slots__ = ("display_name", "_prefix")
+    __slots__ = ("display_name", "_prefix", "_this_second")
 
     def __init__(self, display_name: str):
         self.display_name = display_name
         self._prefix = f"Hello World, from {display_name}! "
+        # (second, body up to the milliseconds' digits) for the last second seen.
+        self._this_second: Tuple[int, bytes] = (-1, b"")
+
+    @property
+    def length(self) -> int:
+        """The body's length, the same for every hello (years 1000..9999)."""
+        return len(self._prefix.encode("ascii")) + len("YYYY-MM-DD HH:MM:SS.mmm")
 
     def body(self, epoch_ms: Optional[int] = None) -> bytes:
         if epoch_ms is None:
             # Taken at handling time, never cached.
             epoch_ms = time.time_ns() // 1_000_000
-        return (self._prefix + format_hello_time(epoch_ms)).encode("ascii")
+        second, millis = divmod(epoch_ms, 1000)
+        # Fast path: everything up to the seconds changes once a second, so it
+        # is formatted once a second (like a Date header) and only the three
+        # millisecond digits are appended per call; gmtime() and a 7-field
+        # %-format per request are most of the general path's cost.
+        this_second = self._this_second  # one read: threads may replace it meanwhile
+        if this_second[0] != second:
+            this_second = self._format_second(second)
+        return this_second[1] + _MILLIS[millis]
+
+    def _format_second(self, second: int) -> Tuple[int, bytes]:
+        up_to_seconds = format_hello_time(second * 1000)[: -len("000")]
+        self._this_second = (second, (self._prefix + up_to_seconds).encode("ascii"))
+        return self._this_second
 
 
 # --- Date header -------------------------------------------------------------
@@ -145,13 +179,25 @@ class Response(NamedTuple):
     @property
     def status_line(self) -> str:
         """``"200 OK"``, the form WSGI's start_response wants."""
-        return f"{self.status} {REASONS[self.status]}"
+        return STATUS_LINES[self.status]
+
+
+def plain_headers(length: int, *extra: Tuple[str, str]) -> Tuple[Tuple[str, str], ...]:
+    """Content-Type and Content-Length of a plain-text body of ``length`` bytes."""
+    return (("Content-Type", CONTENT_TYPE), ("Content-Length", str(length))) + extra
 
 
 def _response(status: int, body: bytes, head: bool, *extra: Tuple[str, str]) -> Response:
-    headers = (("Content-Type", CONTENT_TYPE), ("Content-Length", str(len(body)))) + extra
     # HEAD: same status and headers (Content-Length of the GET body), no body.
-    return Response(status, headers, b"" if head else body)
+    return Response(status, plain_headers(len(body), *extra), b"" if head else body)
+
+
+# Response(status, headers, body) without the Python-level __new__ of a
+# NamedTuple: the hello and workday responses are built per request.
+_new_response = tuple.__new__
+
+# The length of every workday answer, YYYY-MM-DD.
+_DAY_LENGTH = len("2019-05-06")
 
 
 class Router:
@@ -164,20 +210,39 @@ class Router:
     ``path`` is the path without the query; ``raw_query`` the query string as
     sent (still percent-encoded, without ``?``). Per-request work reads no
     files and allocates no large buffers: n-KB bodies are shared bytes.
+
+    Every response whose bytes never change (n KB, the 400s, 404, 405) is
+    built once here, for GET and for HEAD; hello and workday reuse headers
+    built once and only build the body per request (their lengths are
+    fixed; a body of another length gets its own headers).
     """
 
-    __slots__ = ("hello", "calendar", "_fixed")
+    __slots__ = (
+        "hello",
+        "calendar",
+        "_not_found",
+        "_method_not_allowed",
+        "_bad_requests",
+        "_kb",
+        "_headers_by_length",
+    )
 
     def __init__(self, display_name: str, calendar: TradingCalendar):
         self.hello = Hello(display_name)
         self.calendar = calendar
-        self._fixed = {
-            (status, head): _response(status, body, head, *extra)
-            for status, body, extra in (
-                (404, NOT_FOUND_BODY, ()),
-                (405, METHOD_NOT_ALLOWED_BODY, (("Allow", ALLOW),)),
-            )
-            for head in (False, True)
+        # Indexed by head (False: GET, True: HEAD).
+        self._not_found = _both(404, NOT_FOUND_BODY)
+        self._method_not_allowed = _response(405, METHOD_NOT_ALLOWED_BODY, False, ("Allow", ALLOW))
+        self._bad_requests = {
+            body: _both(400, body) for body in (N_ERROR_BODY, AT_ERROR_BODY, BAD_REQUEST_BODY)
+        }
+        # The n-KB responses, index n (0 unused), as the bodies of KB_BODIES.
+        self._kb = tuple(
+            tuple(_response(200, body, head) for body in KB_BODIES) for head in (False, True)
+        )
+        # The headers of the hello and workday bodies, whose lengths are fixed.
+        self._headers_by_length = {
+            length: plain_headers(length) for length in (self.hello.length, _DAY_LENGTH)
         }
 
     def respond(self, method: str, path: str, raw_query: str) -> Response:
@@ -186,28 +251,46 @@ class Router:
         elif path == "/workday":
             handler = self._workday
         else:
-            return self._fixed[404, method == "HEAD"]
-        if method not in ALLOWED_METHODS:
-            return self._fixed[405, False]
-        head = method == "HEAD"
+            return self._not_found[method == "HEAD"]
+        if method == "GET":
+            head = False
+        elif method == "HEAD":
+            head = True
+        else:
+            return self._method_not_allowed
         try:
-            body = handler(raw_query)
+            return handler(raw_query, head)
         except BadRequest as exc:
-            return _response(400, exc.body, head)
-        return _response(200, body, head)
+            prebuilt = self._bad_requests.get(exc.body)
+            return _response(400, exc.body, head) if prebuilt is None else prebuilt[head]
 
     def not_found(self, head: bool = False) -> Response:
-        return self._fixed[404, head]
+        return self._not_found[head]
 
     def method_not_allowed(self) -> Response:
-        return self._fixed[405, False]
+        return self._method_not_allowed
 
-    def _root(self, raw_query: str) -> bytes:
-        n = n_from_values(query_values(raw_query).get("n")) if raw_query else None
-        return self.hello.body() if n is None else KB_BODIES[n]
+    def _root(self, raw_query: str, head: bool) -> Response:
+        n = n_from_query(raw_query) if raw_query else None
+        if n is not None:
+            return self._kb[head][n]
+        return self._ok(self.hello.body(), head)
 
-    def _workday(self, raw_query: str) -> bytes:
-        at = at_from_values(query_values(raw_query).get("at")) if raw_query else None
+    def _workday(self, raw_query: str, head: bool) -> Response:
+        at = query_value(raw_query, "at", InvalidAt) if raw_query else None
         if at is None:
-            return self.calendar.trading_day_now().encode("ascii")
-        return self.calendar.trading_day(at).encode("ascii")
+            day = self.calendar.trading_day_now()
+        else:
+            day = self.calendar.day_of(*parse_at_ordinal(at))
+        return self._ok(day.encode("ascii"), head)
+
+    def _ok(self, body: bytes, head: bool) -> Response:
+        """A 200 for a body built per request, with headers built once for its length."""
+        headers = self._headers_by_length.get(len(body)) or plain_headers(len(body))
+        # HEAD: same status and headers (Content-Length of the GET body), no body.
+        return _new_response(Response, (200, headers, b"" if head else body))
+
+
+def _both(status: int, body: bytes) -> Tuple[Response, Response]:
+    """The GET and the HEAD response of a fixed body."""
+    return _response(status, body, False), _response(status, body, True)

@@ -7,13 +7,16 @@ the range only weekends are non-trading.
 
 Exchange time is Asia/Shanghai, a fixed UTC+08:00 (no DST since 1991, so no
 tz database is needed). Dates are handled as proleptic Gregorian ordinals
-(``date.toordinal()``), which keeps the per-request work to integer
-arithmetic and one set lookup.
+(``date.toordinal()``). Inside the file's range the answer of every day is
+computed once, at load, into a table indexed by ordinal, so a request costs
+one index; outside it the rule is applied as written (integer arithmetic and
+one set lookup per day).
 """
 
 from __future__ import annotations
 
 import re
+import sys
 import time
 from datetime import date
 from typing import FrozenSet, NamedTuple, Optional, Tuple
@@ -66,7 +69,7 @@ class TradingCalendar:
     Build it with :func:`load_calendar` (from a file) or directly from dates.
     """
 
-    __slots__ = ("first", "last", "_closed")
+    __slots__ = ("first", "last", "_closed", "_table_first", "_until_close", "_after_close")
 
     def __init__(self, first: date, last: date, non_trading: set[date] | FrozenSet[date]):
         if first > last:
@@ -74,6 +77,25 @@ class TradingCalendar:
         self.first = first
         self.last = last
         self._closed = frozenset(d.toordinal() for d in non_trading)
+        self._build_table()
+
+    def _build_table(self) -> None:
+        """The answer of every day of the range, at or before the close and after it.
+
+        Fast path: a request inside the range costs one tuple index instead of
+        the weekday arithmetic, the set lookups of the rule's loop and
+        ``date.fromordinal().isoformat()`` (measured: docs/measurements/python-contract.md).
+        The answers come from :meth:`_answer_by_rule`, so table and rule cannot differ.
+        """
+        self._table_first = self.first.toordinal()
+        ordinals = range(self._table_first, self.last.toordinal() + 1)
+        # Interned: the ~7,300 days of a 20-year file share ~4,900 answer strings.
+        self._until_close = tuple(
+            sys.intern(self._answer_by_rule(o, CLOSE_SECONDS)) for o in ordinals
+        )
+        self._after_close = tuple(
+            sys.intern(self._answer_by_rule(o, CLOSE_SECONDS + 1)) for o in ordinals
+        )
 
     @property
     def range(self) -> Tuple[date, date]:
@@ -89,12 +111,22 @@ class TradingCalendar:
     def _is_trading(self, ordinal: int) -> bool:
         return _weekday(ordinal) < 5 and ordinal not in self._closed
 
-    def _answer(self, ordinal: int, seconds_of_day: int) -> str:
+    def _answer_by_rule(self, ordinal: int, seconds_of_day: int) -> str:
+        """The rule as written: D if trading and not after the close, else the next trading day."""
         if not (self._is_trading(ordinal) and seconds_of_day <= CLOSE_SECONDS):
             ordinal += 1
             while not self._is_trading(ordinal):
                 ordinal += 1
         return date.fromordinal(ordinal).isoformat()
+
+    def day_of(self, ordinal: int, seconds_of_day: int) -> str:
+        """The trading day of a local date (as an ordinal) and second of that day."""
+        index = ordinal - self._table_first
+        if 0 <= index < len(self._until_close):
+            if seconds_of_day <= CLOSE_SECONDS:
+                return self._until_close[index]
+            return self._after_close[index]
+        return self._answer_by_rule(ordinal, seconds_of_day)
 
     def trading_day(self, local: LocalTime) -> str:
         """The trading day (``YYYY-MM-DD``) that a local time belongs to.
@@ -103,13 +135,13 @@ class TradingCalendar:
         answer is D, otherwise the first trading day after D.
         """
         ordinal = date(local.year, local.month, local.day).toordinal()
-        return self._answer(ordinal, local.hour * 3600 + local.minute * 60 + local.second)
+        return self.day_of(ordinal, local.hour * 3600 + local.minute * 60 + local.second)
 
     def trading_day_at(self, epoch_seconds: float) -> str:
         """The trading day an instant belongs to (seconds since the Unix epoch)."""
         # Whole seconds: 15:00:00.999 is still 15:00:00.
         days, seconds_of_day = divmod(int(epoch_seconds) + UTC_OFFSET_SECONDS, SECONDS_PER_DAY)
-        return self._answer(EPOCH_ORDINAL + days, seconds_of_day)
+        return self.day_of(EPOCH_ORDINAL + days, seconds_of_day)
 
     def trading_day_now(self) -> str:
         """The trading day the current instant belongs to."""

@@ -30,7 +30,7 @@ from __future__ import annotations
 from typing import Callable, Iterable, List, Mapping, Optional
 
 from .config import calendar_or_exit
-from .responses import DateCache, Router
+from .responses import STATUS_LINES, DateCache, Router
 from .workday import TradingCalendar
 
 StartResponse = Callable[..., Callable[[bytes], object]]
@@ -50,13 +50,15 @@ def create_app(display_name: str, calendar: TradingCalendar, *, add_date: bool) 
         response = respond(
             environ["REQUEST_METHOD"], environ.get("PATH_INFO", ""), environ.get("QUERY_STRING", "")
         )
+        status, headers, body = response
         # PEP 3333 wants a list of (str, str) tuples; a fresh list, because
-        # servers may append their own headers to it.
-        headers = list(response.headers)
-        if dates is not None:
-            headers.append(("Date", dates.value()))
-        start_response(response.status_line, headers)
-        return [response.body]
+        # servers may append their own headers to it. The status line comes
+        # from a table (STATUS_LINES) instead of being formatted per request.
+        if dates is None:
+            start_response(STATUS_LINES[status], [*headers])
+        else:
+            start_response(STATUS_LINES[status], [*headers, ("Date", dates.value())])
+        return [body]
 
     application.__doc__ = f"serverlab contract, WSGI, display name {display_name!r}"
     return application
