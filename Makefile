@@ -43,6 +43,8 @@ NET_DELAY ?=
 NET_LOSS ?=
 RUN ?=
 RUNS ?=
+# make microbench: options for each benchmark runner (pyperf's: --rigorous, --fast, --bench NAME).
+MICROBENCH_ARGS ?=
 # Package families from the mirror (docs/offline.md): OFFLINE=1 all, OFFLINE=pypi,maven
 # some; unset, each registry is probed and one that does not answer is read from MIRROR.
 OFFLINE ?=
@@ -105,6 +107,10 @@ test: bootstrap ## Every test: manifests, unit tests per language, make check, s
 .PHONY: bench
 bench: bootstrap ## Benchmark stacks and write results/<run-id>/: make bench [PROFILE=quick] [SERVERS=...]
 	@$(HARNESS) bench $(BENCH_ARGS)
+
+.PHONY: microbench
+microbench: bootstrap ## In-process microbenchmarks of the contract libraries, per route and input shape: make microbench [MICROBENCH_ARGS=--rigorous]
+	@bash scripts/microbench.sh $(MICROBENCH_ARGS)
 
 .PHONY: hostile
 hostile: bootstrap ## Hostile input (schemathesis, raw-socket cases) against each stack: make hostile [SERVERS=gin,sanic]
