@@ -17,9 +17,10 @@ from .params import (
     N_ERROR_BODY,
     BadRequest,
     InvalidAt,
-    n_from_query,
-    parse_at_ordinal,
+    InvalidN,
+    at_instant,
     query_value,
+    valid_n,
 )
 from .workday import TradingCalendar
 
@@ -225,6 +226,7 @@ class Router:
         "_bad_requests",
         "_kb",
         "_headers_by_length",
+        "_day_responses",
     )
 
     def __init__(self, display_name: str, calendar: TradingCalendar):
@@ -240,10 +242,17 @@ class Router:
         self._kb = tuple(
             tuple(_response(200, body, head) for body in KB_BODIES) for head in (False, True)
         )
-        # The headers of the hello and workday bodies, whose lengths are fixed.
-        self._headers_by_length = {
-            length: plain_headers(length) for length in (self.hello.length, _DAY_LENGTH)
+        # The workday responses of every answer in the calendar's table (about
+        # 4,900 days for 20 years), built here like the n-KB ones: a request
+        # still parses ``at`` and indexes the table, then picks its response.
+        day_headers = plain_headers(_DAY_LENGTH)
+        self._day_responses = {
+            day: (Response(200, day_headers, day.encode("ascii")), Response(200, day_headers, b""))
+            for day in calendar.table_days()
         }
+        # The headers of the hello and workday bodies, whose lengths are fixed.
+        self._headers_by_length = {self.hello.length: plain_headers(self.hello.length)}
+        self._headers_by_length[_DAY_LENGTH] = day_headers
 
     def respond(self, method: str, path: str, raw_query: str) -> Response:
         if path == "/":
@@ -271,18 +280,27 @@ class Router:
         return self._method_not_allowed
 
     def _root(self, raw_query: str, head: bool) -> Response:
-        n = n_from_query(raw_query) if raw_query else None
-        if n is not None:
-            return self._kb[head][n]
-        return self._ok(self.hello.body(), head)
+        value = query_value(raw_query, "n", InvalidN) if raw_query else None
+        if not value:  # absent or empty: hello
+            return self._ok(self.hello.body(), head)
+        n = valid_n(value)
+        if n is None:
+            return self._bad_requests[N_ERROR_BODY][head]
+        return self._kb[head][n]
 
     def _workday(self, raw_query: str, head: bool) -> Response:
-        at = query_value(raw_query, "at", InvalidAt) if raw_query else None
-        if at is None:
+        value = query_value(raw_query, "at", InvalidAt) if raw_query else None
+        if value is None:  # absent: now
             day = self.calendar.trading_day_now()
         else:
-            day = self.calendar.day_of(*parse_at_ordinal(at))
-        return self._ok(day.encode("ascii"), head)
+            instant = at_instant(value)
+            if instant is None:
+                return self._bad_requests[AT_ERROR_BODY][head]
+            day = self.calendar.day_of(*instant)
+        prebuilt = self._day_responses.get(day)
+        if prebuilt is None:  # a day outside the calendar's table
+            return self._ok(day.encode("ascii"), head)
+        return prebuilt[head]
 
     def _ok(self, body: bytes, head: bool) -> Response:
         """A 200 for a body built per request, with headers built once for its length."""

@@ -97,6 +97,10 @@ class TradingCalendar:
             sys.intern(self._answer_by_rule(o, CLOSE_SECONDS + 1)) for o in ordinals
         )
 
+    def table_days(self) -> FrozenSet[str]:
+        """Every answer the table holds, for callers that build their responses once."""
+        return frozenset(self._until_close + self._after_close)
+
     @property
     def range(self) -> Tuple[date, date]:
         return self.first, self.last

@@ -44,7 +44,7 @@ def create_app(display_name: str, calendar: TradingCalendar, *, add_date: bool) 
     (bjoern); False when it does (a second Date would break the contract).
     """
     respond = Router(display_name, calendar).respond
-    dates = DateCache() if add_date else None
+    date = DateCache().value if add_date else None
 
     def application(environ: dict, start_response: StartResponse) -> List[bytes]:
         response = respond(
@@ -54,10 +54,10 @@ def create_app(display_name: str, calendar: TradingCalendar, *, add_date: bool) 
         # PEP 3333 wants a list of (str, str) tuples; a fresh list, because
         # servers may append their own headers to it. The status line comes
         # from a table (STATUS_LINES) instead of being formatted per request.
-        if dates is None:
+        if date is None:
             start_response(STATUS_LINES[status], [*headers])
         else:
-            start_response(STATUS_LINES[status], [*headers, ("Date", dates.value())])
+            start_response(STATUS_LINES[status], [*headers, ("Date", date())])
         return [body]
 
     application.__doc__ = f"serverlab contract, WSGI, display name {display_name!r}"
