@@ -14,6 +14,7 @@ from python_contract_data import PACKAGE_ROOT, REPO_ROOT
 
 sys.path.insert(0, str(PACKAGE_ROOT / "bench"))
 import contract_bench  # noqa: E402
+import count_instructions  # noqa: E402
 
 SCRIPT = PACKAGE_ROOT / "bench" / "contract_bench.py"
 
@@ -29,6 +30,11 @@ def test_every_benchmark_runs_one_loop():
     assert len(found) == 2 * len(contract_bench.CASES)
     for name, time_calls in found:
         assert time_calls(1) >= 0, name
+
+
+def test_the_instruction_counter_runs_a_benchmark():
+    # What count_instructions.py runs under callgrind, without callgrind.
+    count_instructions.run_calls("wsgi:workday-at", 3)
 
 
 def test_the_script_runs_every_benchmark_once(tmp_path):
