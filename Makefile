@@ -43,7 +43,7 @@ NET_DELAY ?=
 NET_LOSS ?=
 RUN ?=
 RUNS ?=
-# make microbench: options for each benchmark runner (pyperf's: --rigorous, --fast, --bench NAME).
+# make microbench: options for each benchmark runner (pyperf's: --rigorous, --fast; --only wsgi: for names starting so).
 MICROBENCH_ARGS ?=
 # Package families from the mirror (docs/offline.md): OFFLINE=1 all, OFFLINE=pypi,maven
 # some; unset, each registry is probed and one that does not answer is read from MIRROR.

@@ -9,7 +9,7 @@
 # .cache/microbench/ with pyperf from the lock file requirements-dev.txt.
 # Other languages join as one more function below.
 #
-#   scripts/microbench.sh [PYPERF_OPTION...]   e.g. --rigorous, --fast, --bench 'wsgi:hello'
+#   scripts/microbench.sh [PYPERF_OPTION...]   e.g. --rigorous, --fast, --only wsgi:
 #
 # Results: .build/microbench/<language>-<interpreter>.json (pyperf's format:
 # `python -m pyperf compare_to old.json new.json`). Each run is pinned to

@@ -13,7 +13,7 @@ a request, the part this package can make cheaper.
 
     python servers/_shared/python/bench/contract_bench.py            # pyperf's defaults
     python servers/_shared/python/bench/contract_bench.py --rigorous -o out.json
-    python servers/_shared/python/bench/contract_bench.py --bench 'wsgi:hello'
+    python servers/_shared/python/bench/contract_bench.py --only wsgi:   # names starting so
 
 Any pyperf option works (``--help``). ``scripts/microbench.sh`` (``make
 microbench``) runs it on each CPython it finds. The package measured is the
@@ -166,17 +166,28 @@ def verify(app, router: Router) -> List[str]:
     return problems
 
 
+def pass_only(command: List[str], args) -> None:
+    """pyperf starts a worker process per run; it needs --only too."""
+    if args.only:
+        command.extend(("--only", args.only))
+
+
 def main() -> None:
     import pyperf
 
-    runner = pyperf.Runner()
+    runner = pyperf.Runner(add_cmdline_args=pass_only)
+    runner.argparser.add_argument(
+        "--only", default="", help="run only the benchmarks whose names start so (wsgi:, router:kb)"
+    )
+    args = runner.parse_args()
     runner.metadata["serverlab_contract_path"] = str(PACKAGE_ROOT)
     app, router = build()
     problems = verify(app, router)
     if problems:
         sys.exit("contract_bench: " + "; ".join(problems))
     for name, time_calls in benchmarks(app, router):
-        runner.bench_time_func(name, time_calls)
+        if name.startswith(args.only):
+            runner.bench_time_func(name, time_calls)
 
 
 if __name__ == "__main__":

@@ -1,12 +1,16 @@
 """Instructions per call of each microbenchmark, counted with valgrind's callgrind.
 
 Timings on a shared machine move by a quarter from run to run; instruction
-counts do not. For each benchmark of ``contract_bench.py`` this runs the
-interpreter under callgrind twice, once making N calls and once making none
-(start-up, imports, the calendar and the tables: the same in both), and
-prints (instructions with N calls - instructions with 0) / N. Hash
-randomisation is off (PYTHONHASHSEED=0), so that both runs build the same
-dicts and sets and the counts repeat to the instruction.
+counts do not. This runs the interpreter under callgrind once: it builds
+what ``contract_bench.py`` builds, then for each benchmark makes no call and
+then N calls, calling ``os.getppid()`` between the steps. callgrind, told to
+dump its counters before every ``getppid`` (and to zero them after each
+dump), thus writes one count per step, and each benchmark gets
+
+    (instructions of N calls - instructions of 0 calls) / N
+
+so the loop's own set-up cancels out. Hash randomisation is off
+(PYTHONHASHSEED=0), so the counts repeat to the instruction.
 
     python servers/_shared/python/bench/count_instructions.py [--calls N] [--bench NAME ...]
 
@@ -22,62 +26,75 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
+from typing import Dict, List
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-COLLECTED = re.compile(r"Collected : (\d+)")
+TOTALS = re.compile(r"^(?:totals|summary): (\d+)", re.MULTILINE)
+# A function the interpreter does not otherwise call while the benchmarks run.
+MARKER = "getppid"
 
 
-def run_calls(name: str, calls: int) -> None:
-    """What runs under callgrind: build everything, then ``calls`` calls of one benchmark."""
+def run_steps(names: List[str], calls: int) -> None:
+    """What runs under callgrind: for each benchmark a marker, 0 calls, a marker, N calls."""
     import contract_bench
 
     app, router = contract_bench.build()
     found = dict(contract_bench.benchmarks(app, router))
-    found[name](calls)
+    for name in names:
+        os.getppid()
+        found[name](0)
+        os.getppid()
+        found[name](calls)
+    os.getppid()
 
 
-def instructions(name: str, calls: int) -> int:
-    """Instructions of a whole process that makes ``calls`` calls of benchmark ``name``."""
-    command = [
-        "valgrind",
-        "--tool=callgrind",
-        "--callgrind-out-file=/dev/null",
-        sys.executable,
-        __file__,
-        "--run",
-        name,
-        str(calls),
-    ]
-    environ = dict(os.environ, PYTHONHASHSEED="0")
-    done = subprocess.run(command, capture_output=True, text=True, check=True, env=environ)
-    return int(COLLECTED.search(done.stderr).group(1))
+def step_counts(names: List[str], calls: int) -> List[int]:
+    """Instructions of each step, in order: start-up, then 0 and N calls of each benchmark."""
+    with tempfile.TemporaryDirectory() as folder:
+        out = Path(folder) / "callgrind.out"
+        command = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}"]
+        command += [f"--dump-before={MARKER}", sys.executable, __file__, "--calls", str(calls)]
+        command += ["--run", *names]
+        environ = dict(os.environ, PYTHONHASHSEED="0")
+        subprocess.run(command, capture_output=True, text=True, check=True, env=environ)
+        dumps = sorted(Path(folder).glob("callgrind.out*"), key=dump_number)
+        return [int(TOTALS.search(dump.read_text()).group(1)) for dump in dumps]
+
+
+def dump_number(path: Path) -> int:
+    """callgrind.out.1, .2, ... in order; the final dump (at exit) has no number."""
+    suffix = path.name.rsplit(".", 1)[-1]
+    return int(suffix) if suffix.isdigit() else sys.maxsize
+
+
+def per_call(names: List[str], calls: int) -> Dict[str, float]:
+    counts = step_counts(names, calls)
+    # counts[0]: start-up; then (0 calls, N calls) per benchmark; last: the exit.
+    steps = counts[1 : 1 + 2 * len(names)]
+    return {name: (steps[2 * i + 1] - steps[2 * i]) / calls for i, name in enumerate(names)}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--calls", type=int, default=20000, help="N (default 20000)")
     parser.add_argument("--bench", action="append", help="only these benchmarks (repeatable)")
-    parser.add_argument("--run", nargs=2, metavar=("NAME", "CALLS"), help=argparse.SUPPRESS)
+    parser.add_argument("--run", nargs="+", metavar="NAME", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.run:
-        run_calls(args.run[0], int(args.run[1]))
+        run_steps(args.run, args.calls)
         return
     import contract_bench
 
     names = args.bench or [
         f"{way}:{case.name}" for way in ("wsgi", "router") for case in contract_bench.CASES
     ]
-    baseline = {}
-    print(f"# {sys.version.split()[0]}, {args.calls} calls minus 0 calls, per call")
-    for name in names:
-        way = name.split(":", 1)[0]
-        if way not in baseline:
-            baseline[way] = instructions(name, 0)
-        per_call = (instructions(name, args.calls) - baseline[way]) / args.calls
-        print(f"{name}\t{per_call:.0f}", flush=True)
+    print(f"# {sys.version.split()[0]}, instructions per call ({args.calls} calls minus none)")
+    for name, count in per_call(names, args.calls).items():
+        print(f"{name}\t{count:.0f}")
 
 
 if __name__ == "__main__":
