@@ -34,7 +34,7 @@ def test_every_benchmark_runs_one_loop():
 
 def test_the_instruction_counter_runs_a_benchmark():
     # What count_instructions.py runs under callgrind, without callgrind.
-    count_instructions.run_calls("wsgi:workday-at", 3)
+    count_instructions.run_steps(["wsgi:workday-at", "router:hello"], 3)
 
 
 def test_the_script_runs_every_benchmark_once(tmp_path):
