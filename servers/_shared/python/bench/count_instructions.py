@@ -80,7 +80,7 @@ def per_call(names: List[str], calls: int) -> Dict[str, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--calls", type=int, default=20000, help="N (default 20000)")
+    parser.add_argument("--calls", type=int, default=2000, help="N (default 2000)")
     parser.add_argument("--bench", action="append", help="only these benchmarks (repeatable)")
     parser.add_argument("--run", nargs="+", metavar="NAME", help=argparse.SUPPRESS)
     args = parser.parse_args()
