@@ -15,6 +15,7 @@ from python_contract_data import PACKAGE_ROOT, REPO_ROOT
 sys.path.insert(0, str(PACKAGE_ROOT / "bench"))
 import contract_bench  # noqa: E402
 import count_instructions  # noqa: E402
+import count_pieces  # noqa: E402
 
 SCRIPT = PACKAGE_ROOT / "bench" / "contract_bench.py"
 
@@ -35,6 +36,12 @@ def test_every_benchmark_runs_one_loop():
 def test_the_instruction_counter_runs_a_benchmark():
     # What count_instructions.py runs under callgrind, without callgrind.
     count_instructions.run_steps(["wsgi:workday-at", "router:hello"], 3)
+
+
+def test_every_piece_runs():
+    # What count_pieces.py runs under callgrind, old way and new way, without callgrind.
+    for name, piece in count_pieces.pieces():
+        piece()
 
 
 def test_the_script_runs_every_benchmark_once(tmp_path):
