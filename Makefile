@@ -101,7 +101,7 @@ check: bootstrap ## Build, start and verify stacks against the contract: make ch
 		$(call knob,SERVER_HOST,server-host)
 
 .PHONY: test
-test: bootstrap ## Every test: manifests, unit tests per language, make check, smoke bench
+test: ## Every test, as stages (bootstrap first), with one table of their times at the end
 	@bash scripts/test.sh
 
 .PHONY: bench

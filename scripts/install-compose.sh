@@ -22,6 +22,11 @@ PLUGIN_DIR="${DOCKER_CONFIG:-$HOME/.docker}/cli-plugins"
 
 say() { printf '[install-compose] %s\n' "$*" >&2; }
 
+# One build at a time per machine: a second caller waits, then finds the binary.
+mkdir -p "$CACHE"
+exec 9>"$CACHE/.install-compose.lock"
+flock 9
+
 installed_version() { "$1" version --short 2>/dev/null || true; }
 
 link_plugin() {

@@ -17,6 +17,12 @@ CACHE="${SERVERLAB_CACHE:-$HOME/.cache/serverlab}"
 ROOT="$CACHE/oha-$OHA_VERSION"   # one cargo --root per version: versions never clash
 BIN="$ROOT/bin/oha"
 
+# One build at a time per machine: a second caller (a test, the tools stage)
+# waits here, then finds the first one's binary.
+mkdir -p "$CACHE"
+exec 9>"$CACHE/.install-oha.lock"
+flock 9
+
 link() { # A stable path for the harness: $CACHE/bin/oha -> this version.
     mkdir -p "$CACHE/bin"
     ln -sfn "$BIN" "$CACHE/bin/oha"

@@ -1,38 +1,46 @@
 #!/usr/bin/env bash
-# `make test`: every test suite of the project, one stage after another.
+# `make test`: every test suite of the project, as stages, and one table at the end.
 #
+# The order follows what each stage needs (docs/measurements/test-suite.md has
+# the timings):
+#   1. bootstrap, then in the background the tools built once per machine
+#      (oha, Compose v2: scripts/install-tools.sh, cached in ~/.cache/serverlab);
+#   2. the fast tests (no server, no build) on both cores;
+#   3. each language's unit tests and each stack's own tests; `check` builds and
+#      verifies every stack, so that later stages only start them;
+#   4. the end-to-end Python tests (real servers) on both cores, each instance
+#      on a free port, while the Docker images build in the background;
+#   5. with nothing else running: the timing tests, the soak and the benches;
+#   6. the Docker smoke and the remote smoke, on the images built in step 4.
 # A failing stage does not stop the others, so one run shows every problem.
-# Stages whose toolchain is missing are skipped and listed loudly at the end;
-# the exit code is non-zero when any stage failed.
+# Every stage has a time budget: past it, the stage is stopped and counted
+# failed, so the suite always ends within CI's limit. A stage whose toolchain
+# is missing is a named skip. The exit code is non-zero when any stage failed.
 set -uo pipefail
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$REPO_ROOT"
+# shellcheck source=scripts/test-stages.sh
+source scripts/test-stages.sh
 PY="$REPO_ROOT/.venv/bin/python"
+
+stage bootstrap 1500 bash scripts/bootstrap.sh
+if [[ ! -x "$PY" ]]; then
+  stage_report
+  echo "test: the tooling venv could not be made; nothing else can run"
+  exit 1
+fi
 # Each package family from its registry or the mirror, as bootstrap chose and printed
 # (OFFLINE, else a probe of each registry; docs/offline.md): made explicit for every stage.
-env_lines="$("$PY" -m loadtest.host.registries shell-env)" || exit 2
+env_lines="$("$PY" -m loadtest.host.registries shell-env 2>/dev/null)" || exit 2
 eval "$env_lines"
 rm -f .build/last-check.json .build/last-stack-tests.json .build/last-remote-smoke.json
 
-declare -a PASSED=() FAILED=() SKIPPED=()
+# Several instances of one stack may run at once (the end-to-end tests on two
+# cores, a stage beside a background job): each takes a free port.
+export SERVERLAB_PORTS=free
 
-stage() { # stage NAME COMMAND...
-  local name="$1"
-  shift
-  printf '\n=== %s: %s\n' "$name" "$*"
-  local started=$SECONDS
-  if "$@"; then
-    PASSED+=("$name ($((SECONDS - started)) s)")
-  else
-    FAILED+=("$name ($((SECONDS - started)) s)")
-  fi
-}
-
-skip() { # skip NAME REASON
-  printf '\n=== %s: SKIPPED (%s)\n' "$1" "$2"
-  SKIPPED+=("$1: $2")
-}
+background tools bash scripts/install-tools.sh
 
 python_test_dirs() {
   local dirs=(contracts/tests loadtest/tests servers/_shared/python/tests)
@@ -42,6 +50,16 @@ python_test_dirs() {
   done
   for dir in "${dirs[@]}"; do [[ -d "$dir" ]] && echo "$dir"; done
 }
+mapfile -t PYTHON_TESTS < <(python_test_dirs)
+# pytest.ini names the groups; -n 2: one worker per core.
+pytest_group() { # pytest_group MARKER_EXPRESSION [PYTEST ARGS...]
+  local expression="$1"
+  shift
+  "$PY" -m pytest -q -p no:cacheprovider --durations=15 -m "$expression" "$@" "${PYTHON_TESTS[@]}"
+}
+
+stage manifests 60 "$PY" -m loadtest validate
+stage python-fast 600 pytest_group "not e2e and not timing" -n 2
 
 # The shared Go module; each Go stack's own tests run in stack-tests.
 go_tests() {
@@ -52,13 +70,8 @@ go_tests() {
   done
   return $status
 }
-
-stage manifests "$PY" -m loadtest validate
-# shellcheck disable=SC2046
-stage python-unit "$PY" -m pytest -q --durations=15 $(python_test_dirs)
-
 if command -v go >/dev/null; then
-  stage go-unit go_tests
+  stage go-unit 600 go_tests
 else
   skip go-unit "go not found"
 fi
@@ -69,82 +82,82 @@ csharp_tests() {
   dotnet format "$solution" --verify-no-changes && dotnet test "$solution" --nologo
 }
 if command -v dotnet >/dev/null; then
-  stage csharp-unit csharp_tests
+  stage csharp-unit 900 csharp_tests
 else
   skip csharp-unit "dotnet not found: the ASP.NET Core stacks are skipped too"
 fi
-# Every stack's own tests, as its manifest or language family says
-# (loadtest/core/families.py); a stack whose toolchain is missing is named below.
-stage stack-tests "$PY" -m loadtest stack-tests
-
 if [[ -f servers/_shared/java/pom.xml ]]; then
   if command -v mvn >/dev/null && command -v java >/dev/null; then
     # The JDK the stacks run with natively (the newest 21+; see with-jdk).
-    stage java-unit servers/_shared/java/with-jdk mvn -B -ntp -f servers/_shared/java/pom.xml verify
+    stage java-unit 900 servers/_shared/java/with-jdk mvn -B -ntp -f servers/_shared/java/pom.xml verify
   else
     skip java-unit "mvn or java not found"
   fi
 fi
+# Every stack's own tests, as its manifest or language family says
+# (loadtest/core/families.py); a stack whose toolchain is missing is named below.
+stage stack-tests 1200 "$PY" -m loadtest stack-tests
+# Builds every stack once (cached by source digest in .build/<stack>/) and
+# verifies it; every later stage starts these builds.
+stage check 1500 "$PY" -m loadtest check
 
-stage check "$PY" -m loadtest check
+# oha and Compose are needed from here on.
+await tools
+# The Docker path: the engine, the stand-in base images and the images the
+# Docker smoke uses, built in the background while the end-to-end tests run.
+# The daemon started here is stopped at the end, also after Ctrl-C.
+docker_images() {
+  bash scripts/docker-daemon.sh start && "$PY" -m loadtest docker smoke --images-only
+}
+docker_unavailable="$("$PY" -m loadtest docker preflight)"
+if [[ -z "$docker_unavailable" ]]; then
+  trap 'bash scripts/docker-daemon.sh stop' EXIT
+  background docker-images docker_images
+fi
+
+stage python-e2e 1500 pytest_group "e2e" -n 2
 # One stack behind each TLS front: the whole contract over HTTPS and HTTP/2
 # (gin, or the first of the others whose toolchain this machine has).
 front_stack="$("$PY" -m loadtest list --first-runnable gin,uvloop,fastify)"
-stage check-front-nginx "$PY" -m loadtest check --servers "$front_stack" --front nginx
-stage check-front-apache "$PY" -m loadtest check --servers "$front_stack" --front apache
-stage hostile "$PY" -m loadtest hostile --quick
-# The soak offers a constant rate with oha, built once per machine from crates.io
-# (scripts/install-oha.sh). Where it cannot be built (no cargo, or crates.io read
-# from a mirror that lacks oha's crates) the stage is a named skip.
-crates_unreachable() { ! command -v cargo >/dev/null || [[ "$OFFLINE" == 1 || ",$OFFLINE," == *,cargo,* ]]; }
-if oha_error="$(bash scripts/install-oha.sh 2>&1 >/dev/null)" || ! crates_unreachable; then
-  stage soak "$PY" -m loadtest soak --servers gin,sanic,spring-webflux --duration 30s
-else
-  skip soak "oha cannot be built here (crates.io from the mirror, OFFLINE=$OFFLINE): ${oha_error##*$'\n'}"
-fi
+stage check-front-nginx 300 "$PY" -m loadtest check --servers "$front_stack" --front nginx
+stage check-front-apache 300 "$PY" -m loadtest check --servers "$front_stack" --front apache
+stage hostile 900 "$PY" -m loadtest hostile --quick
 
-if "$PY" -m loadtest bench --help >/dev/null 2>&1; then
-  # Native on purpose: the Docker path has its own stage below.
-  stage bench-smoke "$PY" -m loadtest bench --profile smoke --servers gin,sanic --runner native
-  # The 2019 static experiment, shortened: HTTPS + HTTP/2 with h2load, TTFB.
-  stage bench-static-tls "$PY" -m loadtest bench --profile static-tls-smoke \
-    --servers nginx-static,apache-static --runner native
-else
-  skip bench-smoke "harness bench command not present"
-fi
+# From here on the machine must be quiet: nothing runs in the background.
+[[ -n "${BACKGROUND_PID[docker-images]:-}" ]] && await docker-images
+stage python-timing 1200 pytest_group "timing"
 
-# The Docker path builds real images on local stand-in base images. It runs
-# last and only while the run is within budget, so that a slow machine still
-# finishes well inside CI's limit; a skip is listed below like any other.
-DOCKER_SMOKE_START_BUDGET_S=${DOCKER_SMOKE_START_BUDGET_S:-3300}
-docker_unavailable="$("$PY" -m loadtest docker preflight)"
+# The soak offers a constant rate with oha (scripts/install-oha.sh, through
+# install-tools.sh). Where it cannot be built (no cargo, or crates.io read from
+# a mirror that lacks oha's crates) the stage is a named skip.
+if oha="$(bash scripts/install-oha.sh 2>/dev/null)" && [[ -x "$oha" ]]; then
+  stage soak 600 "$PY" -m loadtest soak --servers gin,sanic,spring-webflux --duration 30s
+else
+  skip soak "oha cannot be built here (OFFLINE=$OFFLINE): see the tools stage's log"
+fi
+# Native on purpose: the Docker path has its own stage below.
+stage bench-smoke 600 "$PY" -m loadtest bench --profile smoke --servers gin,sanic --runner native
+# The 2019 static experiment, shortened: HTTPS + HTTP/2 with h2load, TTFB.
+stage bench-static-tls 600 "$PY" -m loadtest bench --profile static-tls-smoke \
+  --servers nginx-static,apache-static --runner native
+
+# Real images on local stand-in base images, then stacks on a test host (a
+# network namespace with its own sshd and dockerd) loaded from two others over
+# Docker contexts, shipping the same images.
 if [[ -n "$docker_unavailable" ]]; then
   skip docker-smoke "$docker_unavailable"
-elif ((SECONDS > DOCKER_SMOKE_START_BUDGET_S)); then
-  skip docker-smoke "time budget: ${SECONDS} s used, more than ${DOCKER_SMOKE_START_BUDGET_S} s before it"
-else
-  stage docker-smoke "$PY" -m loadtest docker smoke
-fi
-
-# The remote path: stacks on one test host (a network namespace with its own
-# sshd and dockerd), load from two others, over Docker contexts. After the
-# Docker smoke, whose images it ships; within its own budget like it.
-REMOTE_SMOKE_START_BUDGET_S=${REMOTE_SMOKE_START_BUDGET_S:-3000}
-if [[ -n "$docker_unavailable" ]]; then
   skip remote-smoke "$docker_unavailable"
-elif [[ $(id -u) -ne 0 ]]; then
-  skip remote-smoke "needs root: network namespaces, sshd and dockerd per test host"
-elif ((SECONDS > REMOTE_SMOKE_START_BUDGET_S)); then
-  skip remote-smoke "time budget: ${SECONDS} s used, more than ${REMOTE_SMOKE_START_BUDGET_S} s before it"
 else
-  stage remote-smoke "$PY" -m loadtest remote-smoke
+  stage docker-smoke 1500 "$PY" -m loadtest docker smoke
+  if [[ $(id -u) -ne 0 ]]; then
+    skip remote-smoke "needs root: network namespaces, sshd and dockerd per test host"
+  else
+    stage remote-smoke 1200 "$PY" -m loadtest remote-smoke
+  fi
 fi
 
-echo
-echo "======================================================================"
-for s in "${PASSED[@]}"; do echo "PASSED   $s"; done
-for s in "${FAILED[@]}"; do echo "FAILED   $s"; done
-for s in "${SKIPPED[@]}"; do echo "SKIPPED  $s"; done
+stage_report
+status=$?
 # Stacks the check and stack-tests stages skipped for a missing toolchain, one by one,
 # and the parts of the remote smoke this machine cannot run.
 "$PY" - <<'EOF'
@@ -157,5 +170,5 @@ for stage in ("check", "stack-tests", "remote-smoke"):
             print(f"SKIPPED  {stage}{what}: {o['reason']}")
 EOF
 echo "======================================================================"
-echo "test: ${#PASSED[@]} passed, ${#FAILED[@]} failed, ${#SKIPPED[@]} skipped"
-((${#FAILED[@]} == 0))
+echo "test: ${STAGE_COUNTS[0]} passed, ${STAGE_COUNTS[1]} failed, ${STAGE_COUNTS[2]} skipped"
+exit $status

@@ -23,6 +23,8 @@ from contracts.conformance.vectors import load_inputs, load_workday
 from contracts.tests.conftest import DISPLAY_NAME, REPO_ROOT
 from contracts.tests.reference_server import BREAKS, VARIATIONS, ReferenceServer
 
+pytestmark = pytest.mark.e2e
+
 WITHOUT_WAIT = [g.name for g in GROUPS if g.name != "date-fresh"]
 INPUTS = load_inputs(DEFAULT_VECTORS / "inputs.json")
 WORKDAY = load_workday(DEFAULT_VECTORS / "workday.json")

@@ -22,6 +22,8 @@ from contracts.conformance.runner import DEFAULT_VECTORS
 from contracts.conformance.vectors import load_workday
 from contracts.tests.conftest import DISPLAY_NAME, REPO_ROOT, expected_ids
 
+pytestmark = pytest.mark.e2e
+
 CHECK_LINE = re.compile(r"(PASS|FAIL) (\S+)  (.+)")
 SUMMARY_LINE = re.compile(r"(\d+) passed, (\d+) failed")
 

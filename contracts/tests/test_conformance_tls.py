@@ -17,7 +17,7 @@ from contracts.tests.conftest import DISPLAY_NAME, expected_ids
 from contracts.tests.reference_server import ReferenceServer
 from contracts.tests.test_conformance_run import run_cli
 
-pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="openssl not found")
+pytestmark = [pytest.mark.e2e, pytest.mark.skipif(shutil.which("openssl") is None, reason="openssl not found")]
 
 
 @pytest.fixture(scope="module")

@@ -33,6 +33,7 @@ SCRATCH = REPO_ROOT / ".build" / "tests"
 BROTLI_MODULE = Path("/usr/lib/nginx/modules/ngx_http_brotli_filter_module.so")
 missing = [tool for tool in ("nginx", "openssl", "brotli") if shutil.which(tool) is None]
 pytestmark = [
+    pytest.mark.e2e,
     pytest.mark.skipif(bool(missing), reason=f"not installed: {', '.join(missing)}"),
     pytest.mark.skipif(not BROTLI_MODULE.exists(), reason="libnginx-mod-http-brotli-* missing"),
 ]

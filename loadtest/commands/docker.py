@@ -105,14 +105,15 @@ DAEMON_PID_FILE = REPO_ROOT / ".build" / "docker" / "dockerd.pid"
 def smoke(servers: list[str] | None, bench: bool = True) -> int:
     """`make docker-smoke`: a daemon if none answers (stopped again at the end,
     by PID), then lint, validate, stand-ins, images, conformance, tests, bench."""
-    with local_daemon("docker-smoke") as ready:
+    stacks = manifests.load_all(servers or smoke_default_servers())
+    with local_daemon("docker-smoke", stacks) as ready:
         return smoke_steps(servers, bench) if ready else 1
 
 
 def smoke_unavailable_reason() -> str | None:
     """Why this machine cannot run the Docker smoke at all, or None: checked before
     anything is installed or started, so that `make test` can list it as a skip."""
-    if problem := offline_problem():
+    if problem := offline_problem(manifests.load_all(smoke_default_servers())):
         return problem
     if shutil.which("docker") is None and os.geteuid() != 0:
         return "docker CLI not found, and installing Debian's docker.io needs root"
@@ -129,10 +130,10 @@ def cmd_preflight(args: argparse.Namespace) -> int:
 
 
 @contextlib.contextmanager
-def local_daemon(who: str) -> Iterator[bool]:
-    """This machine's Docker daemon and Compose v2 for a smoke: yields whether they are
-    there; a daemon started here is stopped again at the end, by PID."""
-    if problem := offline_problem():
+def local_daemon(who: str, stacks: list[manifests.Manifest]) -> Iterator[bool]:
+    """This machine's Docker daemon and Compose v2 for a smoke of `stacks`: yields whether
+    they are there; a daemon started here is stopped again at the end, by PID."""
+    if problem := offline_problem(stacks):
         print(f"{who}: {problem}", file=sys.stderr)
         yield False
         return
@@ -178,23 +179,10 @@ def smoke_steps(servers: list[str] | None, bench: bool) -> int:
         failures.append(f"hadolint: {problem}")
     print("\n".join(f for f in failures) or "ok", flush=True)
 
-    names = servers or smoke_default_servers()
-    selected = manifests.load_all(names)
-    # Every runner from here on, also in the tests and the bench below, builds
-    # on the stand-ins: no official image can be pulled.
-    os.environ["SERVERLAB_BASE_IMAGES"] = "standin"
-    os.environ["SERVERLAB_DOCKER_PORTS"] = "free"
-    runner = DockerRunner(base_images="standin")
+    selected = manifests.load_all(servers or smoke_default_servers())
+    runner = standin_runner()
     stage("stand-in base images (cached)")
-    wanted = [(compose_file.LOADGEN_DOCKERFILE, None)]
-    wanted += [(compose_file.dockerfile_path(m), m) for m in selected]
-    for dockerfile, manifest in wanted:
-        try:
-            refs = runner.base_image_refs(dockerfile, manifest)
-            print(dockerfile.relative_to(REPO_ROOT), refs, flush=True)
-        except StepError as exc:
-            failures.append(exc.explain())
-            print(exc.explain(), flush=True)
+    failures.extend(ensure_standins(runner, selected))
 
     outcomes = []
     for manifest in selected:
@@ -207,12 +195,7 @@ def smoke_steps(servers: list[str] | None, bench: bool) -> int:
     passed = [o.stack for o in outcomes if o.status == "passed"]
 
     stage("loadgen image")
-    try:
-        runner.build_service("loadgen", compose_file.LOADGEN_DOCKERFILE)
-        print("built serverlab/loadgen", flush=True)
-    except StepError as exc:
-        failures.append(exc.explain())
-        print(exc.explain(), flush=True)
+    failures.extend(build_loadgen(runner))
 
     stage("Docker tests: limits and hardening on real containers")
     env = {**os.environ, "SERVERLAB_DOCKER_TESTS": "1", "SERVERLAB_DOCKER_STACKS": ",".join(passed)}
@@ -241,6 +224,61 @@ def smoke_steps(servers: list[str] | None, bench: bool) -> int:
         return 1
     print(f"\ndocker-smoke passed: {', '.join(passed)} in {time.monotonic() - started:.0f} s")
     return 0
+
+
+def standin_runner() -> DockerRunner:
+    """The smoke's runner. Every runner from here on, also in the tests and the
+    bench of the smoke, builds on the stand-ins: no official image can be pulled."""
+    os.environ["SERVERLAB_BASE_IMAGES"] = "standin"
+    os.environ["SERVERLAB_DOCKER_PORTS"] = "free"
+    return DockerRunner(base_images="standin")
+
+
+def ensure_standins(runner: DockerRunner, selected: list[manifests.Manifest]) -> list[str]:
+    """The stand-in base images of the loadgen and of each stack (cached); the failures."""
+    failures = []
+    wanted = [(compose_file.LOADGEN_DOCKERFILE, None)]
+    wanted += [(compose_file.dockerfile_path(m), m) for m in selected]
+    for dockerfile, manifest in wanted:
+        try:
+            refs = runner.base_image_refs(dockerfile, manifest)
+            print(dockerfile.relative_to(REPO_ROOT), refs, flush=True)
+        except StepError as exc:
+            failures.append(exc.explain())
+            print(exc.explain(), flush=True)
+    return failures
+
+
+def build_loadgen(runner: DockerRunner) -> list[str]:
+    try:
+        runner.build_service("loadgen", compose_file.LOADGEN_DOCKERFILE)
+        print("built serverlab/loadgen", flush=True)
+        return []
+    except StepError as exc:
+        print(exc.explain(), flush=True)
+        return [exc.explain()]
+
+
+def smoke_images(servers: list[str] | None) -> int:
+    """`docker smoke --images-only`: the stand-ins and every image the smoke uses,
+    built and nothing started, so that `make test` builds them while other
+    stages run; the smoke then finds them in Docker's cache."""
+    problem = daemon_problem() or compose_problem()
+    if problem:
+        print(f"docker-smoke: {problem}", file=sys.stderr)
+        return 1
+    selected = manifests.load_all(servers or smoke_default_servers())
+    runner = standin_runner()
+    failures = ensure_standins(runner, selected)
+    for manifest in selected:
+        try:
+            runner.build(manifest)
+            print(f"[{manifest.name}] image built", flush=True)
+        except StepError as exc:
+            failures.append(exc.explain())
+            print(exc.explain(), flush=True)
+    failures.extend(build_loadgen(runner))
+    return 1 if failures else 0
 
 
 # Unless SERVERS says otherwise: one stack per language, and bjoern for a
@@ -325,6 +363,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--servers", help="comma-separated stacks or `all` (default: SMOKE_DEFAULT)"
     )
     smoke_cmd.add_argument("--no-bench", action="store_true")
+    smoke_cmd.add_argument(
+        "--images-only",
+        action="store_true",
+        help="build the stand-ins and the smoke's images, start nothing (make test runs it early)",
+    )
     smoke_cmd.set_defaults(func=cmd_smoke)
     actions.add_parser(
         "preflight", help="print why the Docker smoke cannot run here (nothing when it can)"
@@ -376,6 +419,10 @@ def cmd_smoke(args: argparse.Namespace) -> int:
     servers = manifests.stack_list(args.servers)
     if servers == ["all"]:
         servers = manifests.stack_names()
+    if args.images_only:
+        stacks = manifests.load_all(servers or smoke_default_servers())
+        with local_daemon("docker-smoke --images-only", stacks) as ready:
+            return smoke_images(servers) if ready else 1
     return smoke(servers, bench=not args.no_bench)
 
 

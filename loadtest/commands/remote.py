@@ -27,7 +27,7 @@ from pathlib import Path
 from loadtest.bench.results import RESULTS_FILE, RUN_FILE, read_records, write_json_atomic
 from loadtest.commands.docker import local_daemon
 from loadtest.core.errors import StepError
-from loadtest.core.manifest import REPO_ROOT
+from loadtest.core.manifest import REPO_ROOT, load_all
 from loadtest.host import testhosts
 from loadtest.runners import calibration
 
@@ -100,7 +100,7 @@ def cmd_remote_smoke(args: argparse.Namespace) -> int:
     if problem := testhosts.prerequisite_problem():
         print(f"remote-smoke: {problem}", file=sys.stderr)
         return 1
-    with local_daemon("remote-smoke") as started:
+    with local_daemon("remote-smoke", load_all(stacks)) as started:
         if not started:
             return 1
         return smoke(stacks, args.delay, args.loss)

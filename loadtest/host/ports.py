@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import socket
+
+# "free": every stack instance takes any free port instead of its manifest's,
+# so that several instances of one stack can run side by side (the test suite
+# on both cores). Unset, the manifest's port, as a user expects.
+PORTS_VARIABLE = "SERVERLAB_PORTS"
 
 
 def port_in_use(port: int, host: str = "127.0.0.1") -> bool:
@@ -21,3 +27,8 @@ def free_port() -> int:
 def port_or_free(preferred: int) -> int:
     """`preferred` when nothing listens there, else any free port (a shared machine)."""
     return free_port() if port_in_use(preferred) else preferred
+
+
+def instance_port(manifest_port: int) -> int:
+    """The port a stack instance listens on: its manifest's, or a free one (PORTS_VARIABLE)."""
+    return free_port() if os.environ.get(PORTS_VARIABLE) == "free" else manifest_port

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from loadtest.core.errors import StepError
 from loadtest.core.manifest import REPO_ROOT
+from loadtest.host.locks import exclusive
 
 DEFAULT_FOLDER = REPO_ROOT / ".build" / "tls"
 VALID_DAYS = 30
@@ -38,7 +39,13 @@ class TlsFiles:
 
 def self_signed(folder: Path = DEFAULT_FOLDER) -> TlsFiles:
     """The certificate in `folder`, generated when absent or expiring."""
-    files = TlsFiles(folder / "cert.pem", folder / "key.pem")
+    # Two commands at once would otherwise each write half of a pair.
+    with exclusive(folder / ".lock"):
+        return _self_signed(TlsFiles(folder / "cert.pem", folder / "key.pem"))
+
+
+def _self_signed(files: TlsFiles) -> TlsFiles:
+    folder = files.cert.parent
     if files.cert.exists() and files.key.exists() and _reusable(files.cert):
         return files
     if shutil.which("openssl") is None:

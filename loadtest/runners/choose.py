@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 from loadtest.core.runner import RUNNERS, Runner, RunnerUnavailable
-from loadtest.runners.docker import DockerRunner, compose_problem, daemon_problem
+from loadtest.runners.docker import DockerRunner, compose_problem, daemon_problem, offline_problem
 from loadtest.runners.engine import Engine
 from loadtest.runners.loadgen import LOADGEN_TOOLS
 from loadtest.runners.native import NativeRunner
 
 
 def docker_problem() -> str | None:
-    """None when the Docker runner can work here (a daemon answers, Compose v2), else why not."""
-    return daemon_problem() or compose_problem()
+    """None when the Docker runner can work here (every registry reached, a daemon
+    answers, Compose v2), else why not."""
+    return offline_problem() or daemon_problem() or compose_problem()
 
 
 def choose_runner(

@@ -36,6 +36,7 @@ from pathlib import Path
 
 from loadtest.core import mirror
 from loadtest.core.errors import StepError
+from loadtest.core.families import family_of
 from loadtest.core.manifest import REPO_ROOT, Manifest
 from loadtest.core.runner import Limits
 from loadtest.host import registries
@@ -68,16 +69,22 @@ OFFLINE_PROBLEM = (
 )
 
 
-def offline_problem() -> str | None:
-    """Why the images cannot be built here for want of a registry, or None."""
+def offline_problem(stacks: list[Manifest] | None = None) -> str | None:
+    """Why images cannot be built here for want of a registry, or None.
+
+    With `stacks`, only their package families count (an image fetches its own
+    family's packages; the loadgen's come from Debian): a machine that reaches
+    every registry but NuGet still builds a Go or Python image. Without, any
+    family read from the mirror counts (RUNNER=auto then stays native).
+    """
     families = registries.offline_families()
+    if stacks is not None:
+        families = families & {family_of(m.folder).registry for m in stacks}
     return OFFLINE_PROBLEM.format(offline=mirror.described(families)) if families else None
 
 
 def daemon_problem() -> str | None:
     """None when a Docker daemon answers and may be used, else why not."""
-    if problem := offline_problem():
-        return problem
     if shutil.which("docker") is None:
         return "docker CLI not found (Debian: apt-get install docker.io)"
     try:
@@ -119,7 +126,7 @@ class DockerRunner:
     # -- interface
 
     def unavailable_reason(self, manifest: Manifest) -> str | None:
-        problem = daemon_problem() or compose_problem()
+        problem = offline_problem([manifest]) or daemon_problem() or compose_problem()
         if problem:
             return problem
         if self.engine.remote:

@@ -22,7 +22,8 @@ from loadtest.core.manifest import REPO_ROOT, REPO_SERVERS_DIR, Manifest, load, 
 from loadtest.core.runner import Limits
 from loadtest.host import registries
 from loadtest.host.cgroups import CgroupLimits, LimitsUnavailable
-from loadtest.host.ports import port_in_use
+from loadtest.host.locks import exclusive
+from loadtest.host.ports import instance_port, port_in_use
 from loadtest.host.process import ProcessGroupServer, spawn_group, tail
 from loadtest.host.tls import DEFAULT_FOLDER as DEFAULT_TLS_FOLDER
 from loadtest.host.tls import TlsFiles, self_signed
@@ -90,10 +91,15 @@ class NativeRunner:
         return built_digest(manifest) != source_digest(manifest)
 
     def build(self, manifest: Manifest) -> bool:
+        # Two commands building one stack at once would share its build folder;
+        # the second waits and then finds the first one's build current.
+        with exclusive(manifest.build_dir / ".build-lock"):
+            return self._build(manifest)
+
+    def _build(self, manifest: Manifest) -> bool:
         digest = source_digest(manifest)
         if built_digest(manifest) == digest:
             return False
-        manifest.build_dir.mkdir(parents=True, exist_ok=True)
         log = manifest.build_dir / "build.log"
         with log.open("w") as out:
             try:
@@ -118,7 +124,7 @@ class NativeRunner:
 
     def start(self, manifest: Manifest, limits: Limits, port: int | None = None) -> NativeServer:
         tls = self_signed(self.tls_folder) if manifest.tls else None
-        return NativeServer(manifest, limits, port or manifest.port, tls)
+        return NativeServer(manifest, limits, port or instance_port(manifest.port), tls)
 
     def dependencies(self, manifest: Manifest) -> list[str]:
         """What the built stack runs with (pip freeze, go list -m all, Maven's list).
@@ -155,7 +161,9 @@ class NativeServer(ProcessGroupServer):
         # The certificate every client of this server trusts; None for plain HTTP.
         self.tls_cert: Path | None = tls.cert if tls else None
         self.base_url = f"{'https' if tls else 'http'}://127.0.0.1:{port}"
-        self.log_path = manifest.build_dir / "server.log"
+        # One log per port: instances of one stack side by side keep their own.
+        log_name = "server.log" if port == manifest.port else f"server-{port}.log"
+        self.log_path = manifest.build_dir / log_name
         if port_in_use(port):
             raise StepError(
                 manifest.name,

@@ -23,10 +23,10 @@ from loadtest.tests.stand_in_manifest import PRELUDE
 REPO_ROOT = Path(__file__).resolve().parents[2]
 NO_DAEMON = "unix:///nonexistent/serverlab-test/docker.sock"
 
-pytestmark = pytest.mark.skipif(
+pytestmark = [pytest.mark.e2e, pytest.mark.skipif(
     calibration.nginx_path() is None or not os.path.exists("/usr/bin/wrk"),
     reason="!!! nginx or wrk NOT INSTALLED: bench orchestration not exercised (make bootstrap) !!!",
-)
+)]
 
 # Runs `bench` with the stack list emptied: only the ceiling is measured.
 SCRIPT = """

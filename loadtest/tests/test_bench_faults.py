@@ -35,10 +35,11 @@ from loadtest.core.manifest import REPO_ROOT
 from loadtest.host.ports import free_port, port_in_use
 from loadtest.runners import calibration
 
-pytestmark = pytest.mark.skipif(
+NEEDS_NGINX_AND_WRK = pytest.mark.skipif(
     calibration.nginx_path() is None or shutil.which("wrk") is None,
     reason="!!! nginx or wrk NOT INSTALLED: bench fault tolerance not exercised (make bootstrap) !!!",
 )
+pytestmark = [pytest.mark.e2e, NEEDS_NGINX_AND_WRK]
 
 # Every knob the environment could carry into the bench (make exports them).
 KNOB_ENV = (*KNOBS, "PROFILE")

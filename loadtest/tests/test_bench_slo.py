@@ -14,17 +14,22 @@ oha runs against 127.0.0.1 at constant rates for a few seconds per step.
 
 from __future__ import annotations
 
+import pytest
+
 from loadtest.bench.results import read_records
 from loadtest.core.slo import PRECISION
 from loadtest.tests.standin_server import CAPACITY_RPS, STALL_EVERY_S, STALL_MS
 from loadtest.tests.test_bench_faults import (
     only_run,
-    pytestmark,  # noqa: F401  (nginx and wrk needed, as for the fault tests)
+    NEEDS_NGINX_AND_WRK,
     run_bench,
     stacks,  # noqa: F401  (fixture)
 )
 from loadtest.tests.test_bench_validity import STANDIN_RUN
 from loadtest.tests.test_lab5_coordinated_omission import ensure_oha
+
+# nginx and wrk needed, as for the fault tests.
+pytestmark = [pytest.mark.timing, NEEDS_NGINX_AND_WRK]
 
 # Above this host's scheduling noise (a busy 2-core machine delays a thread by
 # a few ms now and then), well below what either flaw adds.

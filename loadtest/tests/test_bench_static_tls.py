@@ -18,10 +18,10 @@ from loadtest.runners import calibration
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
-pytestmark = pytest.mark.skipif(
+pytestmark = [pytest.mark.e2e, pytest.mark.skipif(
     calibration.nginx_path() is None or shutil.which("h2load") is None,
     reason="!!! nginx or h2load NOT INSTALLED: the static-tls bench path is not exercised !!!",
-)
+)]
 
 # Two stand-in static stacks: HTTPS nginx serving a generated page, with and without gzip.
 SCRIPT = """

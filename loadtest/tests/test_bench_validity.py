@@ -9,16 +9,21 @@ changed half-way.
 
 from __future__ import annotations
 
+import pytest
+
 import csv
 
 from loadtest.bench.results import read_records
 from loadtest.tests.test_bench_faults import (
     measurements,
     only_run,
-    pytestmark,  # noqa: F401  (nginx and wrk needed, as for the fault tests)
+    NEEDS_NGINX_AND_WRK,
     run_bench,
     stacks,  # noqa: F401  (fixture)
 )
+
+# nginx and wrk needed, as for the fault tests.
+pytestmark = [pytest.mark.timing, NEEDS_NGINX_AND_WRK]
 
 STANDIN_RUN = (
     'echo $$ > "$BUILD_DIR/pgid"; cd "$REPO_ROOT"; '

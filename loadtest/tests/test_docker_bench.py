@@ -8,6 +8,8 @@ except under `make docker-smoke` (SERVERLAB_DOCKER_TESTS=1), where they fail.
 
 from __future__ import annotations
 
+import pytest
+
 import json
 import os
 import subprocess
@@ -21,6 +23,8 @@ from loadtest.runners.choose import choose_runner
 from loadtest.runners.container import docker, image_id
 from loadtest.runners.docker import compose_problem, daemon_problem
 from loadtest.tests.docker_support import need
+
+pytestmark = pytest.mark.e2e
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 

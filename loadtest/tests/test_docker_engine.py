@@ -19,6 +19,8 @@ from loadtest.runners.docker import DockerRunner
 from loadtest.runners.engine import LOCAL, EngineAPI, EngineStatsSampler, container_reading
 from loadtest.tests.test_docker_limits import built_stack, load_generator, need_docker
 
+pytestmark = pytest.mark.e2e
+
 
 @pytest.fixture(scope="module")
 def stack():

@@ -23,6 +23,8 @@ from loadtest.runners.docker import DockerRunner
 from loadtest.runners.loadgen import LoadgenClient
 from loadtest.tests.docker_support import REQUIRED, listed_stacks, need_docker
 
+pytestmark = pytest.mark.e2e
+
 MIN_NOFILE = 10_000
 
 

@@ -18,6 +18,8 @@ from loadtest.runners.container import image_id
 from loadtest.runners.docker import DockerRunner, compose_problem, daemon_problem
 from loadtest.testing import STATIC_STACK_SERVER_HEADERS
 
+pytestmark = pytest.mark.e2e
+
 
 @pytest.mark.parametrize(("stack", "server_header"), STATIC_STACK_SERVER_HEADERS)
 def test_static_stack_in_a_container_serves_https_with_its_config(stack, server_header, tmp_path):

@@ -37,6 +37,8 @@ from loadtest.measure.tools.oha import Oha
 from loadtest.tests.test_lab5_coordinated_omission import ensure_oha
 from loadtest.tests.test_scaffold import copy_env, repo_copy
 
+pytestmark = pytest.mark.e2e
+
 SHELLS = {"sh", "bash", "shell"}
 BLOCK_TIMEOUT_S = 420
 # Stacks that build in seconds, the first one that can run here serves the pages.

@@ -30,6 +30,8 @@ from loadtest.measure.fairness import (
     window_shares,
 )
 
+pytestmark = pytest.mark.timing
+
 needs_wrk_and_ss = pytest.mark.skipif(
     shutil.which("wrk") is None or shutil.which("ss") is None, reason="wrk or ss not installed"
 )

@@ -41,6 +41,8 @@ from loadtest.runners.conformance import check_stack
 from loadtest.runners.native import NativeRunner
 from loadtest.tests.stand_in_manifest import bench_over, python_stand_in
 
+pytestmark = pytest.mark.e2e
+
 KINDS = [
     pytest.param(
         kind,

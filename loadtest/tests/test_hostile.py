@@ -21,6 +21,8 @@ from loadtest.commands import hostile
 from loadtest.commands import hostile_cases as hc
 from loadtest.core.manifest import Manifest
 
+pytestmark = pytest.mark.e2e
+
 # The reference server is http.server, which never reads the body of a GET:
 # it fails body-on-get (the test below proves the case notices).
 REFERENCE_PASSES = [c for c in hc.CASES if c != "body-on-get"]

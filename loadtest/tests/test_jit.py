@@ -20,6 +20,8 @@ from loadtest.core.verdict import JIT_BOUND_S, JIT_QUIET_MS, JIT_QUIET_WINDOWS
 from loadtest.measure import jit, steady
 from loadtest.runners.native import running_stack
 
+pytestmark = pytest.mark.timing
+
 
 def test_the_compilers_that_expose_nothing_say_why_and_others_need_their_process():
     assert "PYPYLOG" in jit.signal_for("pypy", [1])

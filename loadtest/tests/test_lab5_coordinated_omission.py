@@ -29,6 +29,8 @@ from loadtest.measure.tools.oha import Oha
 from loadtest.measure.tools.wrk import Wrk
 from loadtest.runners.native import NativeRunner
 
+pytestmark = pytest.mark.timing
+
 INSTALL_OHA = REPO_ROOT / "scripts" / "install-oha.sh"
 # Stacks that start fast, first one whose toolchain is here wins.
 CANDIDATES = ("go-nethttp", "gin", "uvloop")

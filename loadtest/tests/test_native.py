@@ -21,6 +21,8 @@ from loadtest.core.runner import Limits
 from loadtest.runners.native import NativeRunner
 from loadtest.tests.stand_in_manifest import python_stand_in
 
+pytestmark = pytest.mark.e2e
+
 SERVER = textwrap.dedent(
     """
     import http.server, os, signal, sys, time

@@ -20,6 +20,8 @@ from loadtest.runners.conformance import conformance_command, run_conformance
 from loadtest.runners.native import NativeRunner
 from loadtest.testing import STATIC_STACK_SERVER_HEADERS
 
+pytestmark = pytest.mark.e2e
+
 NGINX_BROTLI = Path("/usr/lib/nginx/modules/ngx_http_brotli_static_module.so")
 HTTPD_BROTLI = Path("/usr/lib/apache2/modules/mod_brotli.so")
 

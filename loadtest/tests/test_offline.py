@@ -4,6 +4,8 @@ The end-to-end test fills a mirror for two stacks with `make mirror`, then,
 in a network namespace with only a loopback (`unshare -n`, so that any
 registry contact fails instead of quietly succeeding), makes the tooling venv
 from the mirror and runs `make check` in a fresh copy of the repository: both
+
+pytestmark = pytest.mark.e2e
 stacks are built from the mirror and pass, and a stack the mirror lacks is
 skipped with the packages it lacks. The unit tests break each family's lookup
 on purpose: a package taken out of the mirror is named, and only it.
@@ -34,11 +36,11 @@ import pytest
 from loadtest.commands import mirror as fill
 from loadtest.commands.mirror import TOOLING_PIP
 from loadtest.core import mirror
-from loadtest.core.manifest import REPO_ROOT
+from loadtest.core.manifest import REPO_ROOT, load_all
 from loadtest.host import registries
 from loadtest.runners import offline
-from loadtest.runners.choose import choose_runner
-from loadtest.runners.docker import daemon_problem
+from loadtest.runners.choose import choose_runner, docker_problem
+from loadtest.runners.docker import DockerRunner, offline_problem
 from loadtest.runners.native import NativeRunner
 from loadtest.tests.test_scaffold import repo_copy
 
@@ -95,11 +97,25 @@ def test_a_family_left_online_keeps_its_registry_and_none_offline_exports_no_mir
 
 def test_offline_the_docker_path_is_refused_with_the_reason_and_auto_goes_native(monkeypatch):
     monkeypatch.setenv("OFFLINE", "1")
-    assert "OFFLINE=1" in daemon_problem()
-    runner, why = choose_runner("auto", probe=daemon_problem)
+    assert "OFFLINE=1" in docker_problem()
+    runner, why = choose_runner("auto", probe=docker_problem)
     assert runner == "native" and "OFFLINE=1" in why
     monkeypatch.setenv("OFFLINE", "maven,pypi")
-    assert "OFFLINE=pypi,maven: the images fetch" in daemon_problem()
+    assert "OFFLINE=pypi,maven: the images fetch" in docker_problem()
+
+
+def test_offline_a_stacks_image_is_refused_only_for_its_own_family(monkeypatch):
+    """A machine that reaches every registry but one still builds the other families'
+    images: the Docker smoke runs where only NuGet is out of reach."""
+    gin, sanic, spring = load_all(["gin", "sanic", "spring-webflux"])
+    monkeypatch.setenv("OFFLINE", "nuget")
+    assert offline_problem([gin, sanic, spring]) is None
+    assert "OFFLINE=nuget" in offline_problem()
+    monkeypatch.setenv("OFFLINE", "maven,nuget")
+    assert offline_problem([gin, sanic]) is None
+    problem = offline_problem([gin, spring])
+    assert problem and "maven" in problem and "nuget" not in problem
+    assert "maven" in DockerRunner().unavailable_reason(spring)
 
 
 # -- the probe: a registry that answers, one that never does, one that refuses ---------

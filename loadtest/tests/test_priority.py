@@ -13,6 +13,8 @@ import pytest
 from loadtest.host.priority import can_raise, raise_priority
 from loadtest.measure.tools.base import run_tool
 
+pytestmark = pytest.mark.timing
+
 needs_privilege = pytest.mark.skipif(
     not can_raise(-5) or not Path("/proc/self/autogroup").exists(),
     reason="raising priority needs root or CAP_SYS_NICE and autogroup support",

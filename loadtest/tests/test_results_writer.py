@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 import json
 import os
 import signal
@@ -11,6 +13,8 @@ import time
 from pathlib import Path
 
 from loadtest.bench.results import ResultsWriter, read_records
+
+pytestmark = pytest.mark.e2e
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 

@@ -21,6 +21,8 @@ from loadtest.core.runner import RunnerUnavailable
 from loadtest.runners.choose import choose_runner, docker_problem
 from loadtest.runners.docker import compose_problem, daemon_problem
 
+pytestmark = pytest.mark.e2e
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 NO_DAEMON = "unix:///nonexistent/serverlab-test/docker.sock"
 DAEMON_MISSING = "no Docker daemon answers (scripts/docker-daemon.sh start)"
@@ -78,6 +80,7 @@ def test_the_knob_defaults_to_auto_and_rejects_unknown_runners():
 
 def test_real_probe_without_a_daemon(monkeypatch):
     monkeypatch.setenv("DOCKER_HOST", NO_DAEMON)
+    monkeypatch.setenv("OFFLINE", "0")  # every registry reached: the daemon is the problem
     problem = daemon_problem()
     assert problem is not None  # "docker CLI not found" on a machine without it
     assert docker_problem() == problem

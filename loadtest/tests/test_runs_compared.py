@@ -8,6 +8,8 @@ the comparison has a known answer; load goes to 127.0.0.1 only.
 
 from __future__ import annotations
 
+import pytest
+
 import json
 import shutil
 import subprocess
@@ -19,10 +21,13 @@ from loadtest.tests.test_bench_faults import (
     SHORT,
     bench_env,
     only_run,
-    pytestmark,  # noqa: F401  (nginx and wrk needed, as for the fault tests)
+    NEEDS_NGINX_AND_WRK,
     run_bench,
     stacks,  # noqa: F401  (fixture)
 )
+
+# nginx and wrk needed, as for the fault tests.
+pytestmark = [pytest.mark.e2e, NEEDS_NGINX_AND_WRK]
 
 # Three rounds of a stand-in on a busy host can spread by +-50% (a log spread near
 # 0.4); a figure ten times higher is an improvement by Welch's t whatever that spread,

@@ -18,6 +18,8 @@ from loadtest.commands.stacks import native_runtime
 from loadtest.core.manifest import REPO_ROOT, load
 from loadtest.runners.native import NativeRunner
 
+pytestmark = pytest.mark.e2e
+
 WITH_JDK = REPO_ROOT / "servers" / "_shared" / "java" / "with-jdk"
 
 

@@ -32,6 +32,8 @@ from loadtest.core.manifest import (
 )
 from loadtest.runners import compose, supply_chain
 
+pytestmark = pytest.mark.e2e
+
 TEMPLATES = REPO_ROOT / "servers" / "_templates"
 LANGUAGES = list(scaffold.PORT_BLOCKS)
 EXACT_TAG = re.compile(r"^[a-z0-9./-]+:(\d+(\.\d+)+[^:]*|[a-z]+-\d{8}[^:]*)$")

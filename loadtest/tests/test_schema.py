@@ -17,6 +17,8 @@ docs/methodology.md (and the commit) what changed and why.
 
 from __future__ import annotations
 
+import pytest
+
 import csv
 import json
 import os
@@ -25,10 +27,13 @@ from pathlib import Path
 from loadtest.bench.results import read_records
 from loadtest.tests.test_bench_faults import (
     only_run,
-    pytestmark,  # noqa: F401  (nginx and wrk needed, as for the fault tests)
+    NEEDS_NGINX_AND_WRK,
     run_bench,
     stacks,  # noqa: F401  (fixture)
 )
+
+# nginx and wrk needed, as for the fault tests.
+pytestmark = [pytest.mark.e2e, NEEDS_NGINX_AND_WRK]
 
 FIXTURE = Path(__file__).parent / "fixtures" / "schema.json"
 SEED = "20261124"

@@ -38,6 +38,8 @@ from loadtest.runners.native import NativeRunner
 from loadtest.tests.stand_in_manifest import bench_over, python_stand_in
 from loadtest.tests.test_manifest import GOOD
 
+pytestmark = pytest.mark.e2e
+
 DISPLAY_NAME = "Reference"
 TERMINATOR = "Python ssl"
 

@@ -7,6 +7,8 @@ a listed skip, never a pass; a stack tested by another stage says which.
 
 from __future__ import annotations
 
+import pytest
+
 import json
 import os
 import secrets
@@ -17,6 +19,8 @@ import textwrap
 from pathlib import Path
 
 from loadtest.core.manifest import REPO_ROOT
+
+pytestmark = pytest.mark.e2e
 
 
 def write_stack(root: Path, name: str, requires: list[str], test: str | None, files=None) -> str:

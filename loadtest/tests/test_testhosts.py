@@ -23,6 +23,8 @@ from loadtest.core.errors import StepError
 from loadtest.core.manifest import REPO_ROOT
 from loadtest.host import testhosts
 
+pytestmark = pytest.mark.e2e
+
 # Not the default folder, so hosts someone brought up by hand keep their keys.
 STATE_DIR = REPO_ROOT / ".build" / "testhosts-pytest"
 IMAGE = "serverlab-hostusr:test"

@@ -25,6 +25,8 @@ from loadtest.measure.tools import HOST, LoadSpec, ToolError, get_tool
 from loadtest.measure.tools.base import Tool
 from loadtest.measure.tools.wrk import LUA_SCRIPT
 
+pytestmark = pytest.mark.e2e
+
 needs_wrk = pytest.mark.skipif(shutil.which("wrk") is None, reason="wrk not installed")
 
 

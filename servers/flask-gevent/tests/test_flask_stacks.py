@@ -23,6 +23,8 @@ from loadtest.core.runner import Limits
 from loadtest.runners.native import NativeRunner, running_stack
 from loadtest.testing import INPUT_CASES, INPUT_IDS, free_port
 
+pytestmark = pytest.mark.e2e
+
 SERVERS = Path(__file__).resolve().parents[2]
 STACKS = ("flask-gevent", "flask-pypy")
 

@@ -16,6 +16,8 @@ from loadtest.core.runner import Limits
 from loadtest.runners.native import running_stack
 from loadtest.testing import INPUT_CASES, INPUT_IDS, free_port
 
+pytestmark = pytest.mark.e2e
+
 STACK = Path(__file__).resolve().parent.parent
 
 

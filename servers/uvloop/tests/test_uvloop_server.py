@@ -21,6 +21,8 @@ from loadtest.core.runner import Limits
 from loadtest.runners.native import running_stack
 from loadtest.testing import AT_ERROR, WORKDAY, free_port
 
+pytestmark = pytest.mark.e2e
+
 STACK = Path(__file__).resolve().parent.parent
 HELLO = re.compile(rb"Hello World, from Python uvloop \+ httptools! \d{4}-\d\d-\d\d [\d:.]{12}")
 

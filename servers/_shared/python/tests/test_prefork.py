@@ -10,6 +10,8 @@ import time
 import pytest
 from python_contract_data import PACKAGE_ROOT
 
+pytestmark = pytest.mark.e2e
+
 # A stand-in server: each worker records its pid, then idles until its stop
 # signal (SIGINT raises KeyboardInterrupt, as in bjoern). MODE picks a misbehaviour.
 WORKER = textwrap.dedent("""

@@ -1,0 +1,93 @@
+# Stage bookkeeping for scripts/test.sh, sourced by it: every stage's time,
+# its outcome and the reason for it, printed as one table at the end and kept
+# in .build/test-stages.tsv (docs/measurements/test-suite.md quotes it).
+#
+#   stage NAME BUDGET_S COMMAND...   run a stage in the foreground; past its
+#                                    budget it is stopped and counted failed
+#   skip NAME REASON                 a stage that cannot run here, and why
+#   background NAME COMMAND...       start a job that later stages wait for
+#   await NAME                       wait for it; its log is printed, and its
+#                                    time counted as its own stage
+#   stage_report                     the table; returns non-zero if one failed
+
+STAGE_LOG_DIR="${STAGE_LOG_DIR:-.build/test-logs}"
+STAGE_TABLE="${STAGE_TABLE:-.build/test-stages.tsv}"
+declare -a STAGE_ROWS=()
+declare -A BACKGROUND_PID=() BACKGROUND_START=()
+SUITE_START=$SECONDS
+
+mkdir -p "$STAGE_LOG_DIR"
+
+_row() { # _row NAME STATUS SECONDS NOTE
+  STAGE_ROWS+=("$1"$'\t'"$2"$'\t'"$3"$'\t'"$4")
+}
+
+stage() { # stage NAME BUDGET_S COMMAND...
+  local name="$1" budget="$2"
+  shift 2
+  printf '\n=== %s (budget %d s, %d s into the run): %s\n' "$name" "$budget" \
+    $((SECONDS - SUITE_START)) "$*"
+  local started=$SECONDS status=0
+  # timeout runs it in a process group of its own and, past the budget, sends
+  # SIGTERM to that group (the harness then stops its servers), SIGKILL 30 s later.
+  timeout --kill-after=30 "$budget" "$@" || status=$?
+  local took=$((SECONDS - started))
+  if ((status == 0)); then
+    _row "$name" passed "$took" ""
+  elif ((status == 124 || status == 137)); then
+    _row "$name" failed "$took" "stopped: over its ${budget} s budget"
+  else
+    _row "$name" failed "$took" "exit status $status"
+  fi
+}
+
+skip() { # skip NAME REASON
+  printf '\n=== %s: SKIPPED (%s)\n' "$1" "$2"
+  _row "$1" skipped 0 "$2"
+}
+
+background() { # background NAME COMMAND...
+  local name="$1"
+  shift
+  printf '\n=== %s: started in the background: %s\n' "$name" "$*"
+  BACKGROUND_START[$name]=$SECONDS
+  "$@" >"$STAGE_LOG_DIR/$name.log" 2>&1 &
+  BACKGROUND_PID[$name]=$!
+}
+
+await() { # await NAME: its exit status; its output printed now
+  local name="$1" status=0
+  local waited=$SECONDS
+  wait "${BACKGROUND_PID[$name]}" || status=$?
+  printf '\n=== %s: background job done (waited %d s for it)\n' "$name" $((SECONDS - waited))
+  cat "$STAGE_LOG_DIR/$name.log"
+  local took=$((SECONDS - BACKGROUND_START[$name]))
+  if ((status == 0)); then
+    _row "$name" passed "$took" "in the background"
+  else
+    _row "$name" failed "$took" "in the background; exit status $status"
+  fi
+  return $status
+}
+
+stage_report() {
+  local total=$((SECONDS - SUITE_START)) passed=0 failed=0 skipped=0 row name status took note
+  printf 'stage\tresult\tseconds\tnote\n' >"$STAGE_TABLE"
+  echo
+  echo "======================================================================"
+  printf '%-22s %-8s %7s  %s\n' stage result seconds note
+  for row in "${STAGE_ROWS[@]}"; do
+    IFS=$'\t' read -r name status took note <<<"$row"
+    printf '%-22s %-8s %7s  %s\n' "$name" "$status" "$took" "$note"
+    printf '%s\t%s\t%s\t%s\n' "$name" "$status" "$took" "$note" >>"$STAGE_TABLE"
+    case "$status" in
+      passed) passed=$((passed + 1)) ;;
+      failed) failed=$((failed + 1)) ;;
+      *) skipped=$((skipped + 1)) ;;
+    esac
+  done
+  printf '%-22s %-8s %7s\n' total "" "$total"
+  printf 'total\t\t%s\t\n' "$total" >>"$STAGE_TABLE"
+  STAGE_COUNTS=("$passed" "$failed" "$skipped")
+  ((failed == 0))
+}
