@@ -32,7 +32,7 @@ import pytest
 from loadtest.bench.results import read_records
 from loadtest.core.knobs import KNOBS
 from loadtest.core.manifest import REPO_ROOT
-from loadtest.host.ports import free_port, port_in_use
+from loadtest.host.ports import PORTS_VARIABLE, free_port, port_in_use
 from loadtest.runners import calibration
 
 NEEDS_NGINX_AND_WRK = pytest.mark.skipif(
@@ -252,7 +252,9 @@ def test_build_that_fails(stacks, tmp_path):
     assert not stacks.leftovers()
 
 
-def test_port_already_in_use(stacks, tmp_path):
+def test_port_already_in_use(stacks, tmp_path, monkeypatch):
+    # The manifest's own port is what this test is about.
+    monkeypatch.delenv(PORTS_VARIABLE, raising=False)
     import socket
 
     good = stacks.add("good")

@@ -18,6 +18,7 @@ import pytest
 
 from loadtest.core.errors import StepError
 from loadtest.core.runner import Limits
+from loadtest.host.ports import PORTS_VARIABLE
 from loadtest.runners.native import NativeRunner
 from loadtest.tests.stand_in_manifest import python_stand_in
 
@@ -151,7 +152,8 @@ def test_never_ready_gives_up_after_the_timeout(make_stack):
     assert not server.is_alive(), "a stack that never got ready is killed"
 
 
-def test_port_already_in_use_is_refused_clearly(make_stack):
+def test_port_already_in_use_is_refused_clearly(make_stack, monkeypatch):
+    monkeypatch.delenv(PORTS_VARIABLE, raising=False)  # the manifest's own port, taken
     runner, stack = NativeRunner(), make_stack()
     runner.build(stack)
     with socket.socket() as blocker:

@@ -30,7 +30,7 @@ from loadtest.core.knobs import resolve
 from loadtest.core.manifest import REPO_ROOT
 from loadtest.bench.results import read_records
 from loadtest.core.runner import Limits
-from loadtest.host.ports import free_port
+from loadtest.host.ports import PORTS_VARIABLE, free_port
 from loadtest.host.process import group_pids
 from loadtest.runners import front
 from loadtest.runners.conformance import check_stack
@@ -128,7 +128,8 @@ def test_the_kestrel_stacks_declare_self_tls_and_check_chooses_them():
     assert resolve("smoke", env={"FRONT": "self"}).front == "self"
 
 
-def test_check_passes_over_the_stacks_own_tls(self_tls_stack, tmp_path):
+def test_check_passes_over_the_stacks_own_tls(self_tls_stack, tmp_path, monkeypatch):
+    monkeypatch.delenv(PORTS_VARIABLE, raising=False)  # the server listens on the manifest's port
     runner = front.wrap(NativeRunner(), "self", tmp_path / "unused", tmp_path / "tls")
     outcome = check_stack(runner, self_tls_stack, log=lambda line: None)
     assert outcome.status == "passed", (outcome.reason, outcome.failures)
