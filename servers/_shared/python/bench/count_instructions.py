@@ -10,7 +10,9 @@ dump), thus writes one count per step, and each benchmark gets
     (instructions of N calls - instructions of 0 calls) / N
 
 so the loop's own set-up cancels out. Hash randomisation is off
-(PYTHONHASHSEED=0), so the counts repeat to the instruction.
+(PYTHONHASHSEED=0), so the counts repeat to the instruction, and the
+garbage collector is off while counting (a collection would land on
+whichever step it falls in): the counts are the path's own work.
 
     python servers/_shared/python/bench/count_instructions.py [--calls N] [--bench NAME ...]
 
@@ -22,6 +24,7 @@ Needs valgrind; pyperf is not used.
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import re
 import subprocess
@@ -44,6 +47,10 @@ def run_steps(names: List[str], calls: int) -> None:
 
     app, router = contract_bench.build()
     found = dict(contract_bench.benchmarks(app, router))
+    # A collection costs millions of instructions (the tables are large) and
+    # would land in whichever step it happens to fall: off while counting.
+    gc.collect()
+    gc.disable()
     for name in names:
         os.getppid()
         found[name](0)

@@ -11,6 +11,7 @@ last piece (an empty lambda) is the loop's and the call's own cost.
 
 from __future__ import annotations
 
+import gc
 import os
 import subprocess
 import sys
@@ -84,7 +85,10 @@ def pieces():
 
 
 def run_steps() -> None:
-    for _, piece in pieces():
+    found = pieces()
+    gc.collect()
+    gc.disable()  # as in count_instructions.py
+    for _, piece in found:
         os.getppid()
         for _ in range(CALLS):
             piece()
