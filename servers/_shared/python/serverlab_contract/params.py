@@ -54,10 +54,12 @@ class InvalidAt(BadRequest):
 def valid_n(value: str) -> Optional[int]:
     """A decoded ``n`` value as an int, or None unless it is 1 to 3 ASCII digits with value 1..100.
 
-    The router's fast path: a bad ``n`` is answered without raising an exception.
+    The router's fast path: a bad ``n`` is answered without raising an exception
+    (``n=0`` on CPython 3.13: 10,547 -> 1,877 instructions).
     """
     # Fast path: isdigit() and isascii() together are exactly [0-9]+ (the
-    # only ASCII characters isdigit() accepts), cheaper than a regex fullmatch.
+    # only ASCII characters isdigit() accepts), cheaper than a regex fullmatch
+    # (3,449 -> 1,983 instructions on CPython 3.13).
     if len(value) <= 3 and value.isdigit() and value.isascii():
         n = int(value)
         if 1 <= n <= 100:
@@ -84,7 +86,8 @@ def _days_in_month(year: int, month: int) -> int:
 # The fixed-width fields of ``at`` (``YYYY-MM-DDTHH:MM`` or ``YYYY-MM-DDTHH:MM:SS``)
 # and every valid spelling of each, built once at import. Looking a field up
 # both checks it (digits, range, separator) and converts it, so parsing is
-# four slices and four dict lookups instead of a regex match and int() calls.
+# four slices and four dict lookups instead of a regex match and int() calls
+# (18,038 -> 6,471 instructions on CPython 3.13, docs/measurements/python-contract.md).
 # "2019-05" -> (year, month, ordinal of the day before the 1st, days in month)
 _YEAR_MONTHS: Dict[str, Tuple[int, int, int, int]] = {
     f"{year:04d}-{month:02d}": (
@@ -201,7 +204,7 @@ def query_value(raw_query: str, name: str, error: type = BadRequest) -> Optional
     # Fast path: with no escapes and no '+', form-decoding is only splitting
     # on '&' and the first '=' (parse_qsl skips empty pairs). It saves
     # parse_qsl's per-pair unquote calls and the dict of lists
-    # (docs/measurements/python-contract.md).
+    # (?at=...: 17,351 -> 3,013 instructions on CPython 3.13).
     if "&" not in raw_query:
         key, _, value = raw_query.partition("=")
         return value if key == name and raw_query else None

@@ -84,7 +84,8 @@ class TradingCalendar:
 
         Fast path: a request inside the range costs one tuple index instead of
         the weekday arithmetic, the set lookups of the rule's loop and
-        ``date.fromordinal().isoformat()`` (measured: docs/measurements/python-contract.md).
+        ``date.fromordinal().isoformat()`` (10,292 -> 1,697 instructions on
+        CPython 3.13, docs/measurements/python-contract.md).
         The answers come from :meth:`_answer_by_rule`, so table and rule cannot differ.
         """
         self._table_first = self.first.toordinal()
