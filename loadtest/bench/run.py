@@ -63,7 +63,7 @@ from loadtest.measure.tools import get_tool
 from loadtest.measure.tools.base import HOST, Executor, ToolError
 from loadtest.measure.tools.oha import install_oha
 from loadtest.runners import calibration, front
-from loadtest.runners.choose import choose_runner, get_runner
+from loadtest.runners.choose import choose_runner, docker_problem, get_runner
 
 
 class Bench:
@@ -125,7 +125,10 @@ class Bench:
     def choose_runner(self) -> None:
         """Resolve RUNNER=auto, say which runner and why (raises RunnerUnavailable)."""
         requested = self.knobs.runner
-        chosen, reason = choose_runner(requested, tools=self.needed_tools())
+        stacks = list(self.readable.values())
+        chosen, reason = choose_runner(
+            requested, probe=lambda: docker_problem(stacks), tools=self.needed_tools()
+        )
         if self.resume and requested != "auto":
             reason = f"the run's own runner ({reason})"
         self.knobs = dataclasses.replace(self.knobs, runner=chosen)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from loadtest.core.manifest import Manifest
 from loadtest.core.runner import RUNNERS, Runner, RunnerUnavailable
 from loadtest.runners.docker import DockerRunner, compose_problem, daemon_problem, offline_problem
 from loadtest.runners.engine import Engine
@@ -9,10 +10,11 @@ from loadtest.runners.loadgen import LOADGEN_TOOLS
 from loadtest.runners.native import NativeRunner
 
 
-def docker_problem() -> str | None:
-    """None when the Docker runner can work here (every registry reached, a daemon
-    answers, Compose v2), else why not."""
-    return offline_problem() or daemon_problem() or compose_problem()
+def docker_problem(stacks: list[Manifest] | None = None) -> str | None:
+    """None when the Docker runner can work here, else why not: the registries that
+    `stacks` fetch from (without stacks: every registry) reached, a daemon that
+    answers, Compose v2."""
+    return offline_problem(stacks) or daemon_problem() or compose_problem()
 
 
 def choose_runner(

@@ -9,9 +9,9 @@ changed half-way.
 
 from __future__ import annotations
 
-import pytest
-
 import csv
+
+import pytest
 
 from loadtest.bench.results import read_records
 from loadtest.tests.test_bench_faults import (

@@ -8,12 +8,12 @@ the comparison has a known answer; load goes to 127.0.0.1 only.
 
 from __future__ import annotations
 
-import pytest
-
 import json
 import shutil
 import subprocess
 import sys
+
+import pytest
 
 from loadtest.core.manifest import REPO_ROOT
 from loadtest.tests.browser import CHROMIUM, MISSING, inspect, screenshot

@@ -17,12 +17,12 @@ docs/methodology.md (and the commit) what changed and why.
 
 from __future__ import annotations
 
-import pytest
-
 import csv
 import json
 import os
 from pathlib import Path
+
+import pytest
 
 from loadtest.bench.results import read_records
 from loadtest.tests.test_bench_faults import (

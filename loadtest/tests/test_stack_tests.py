@@ -7,8 +7,6 @@ a listed skip, never a pass; a stack tested by another stage says which.
 
 from __future__ import annotations
 
-import pytest
-
 import json
 import os
 import secrets
@@ -17,6 +15,8 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+
+import pytest
 
 from loadtest.core.manifest import REPO_ROOT
 
