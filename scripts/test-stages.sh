@@ -27,18 +27,54 @@ stage() { # stage NAME BUDGET_S COMMAND...
   shift 2
   printf '\n=== %s (budget %d s, %d s into the run): %s\n' "$name" "$budget" \
     $((SECONDS - SUITE_START)) "$*"
-  local started=$SECONDS status=0
-  # timeout runs it in a process group of its own and, past the budget, sends
-  # SIGTERM to that group (the harness then stops its servers), SIGKILL 30 s later.
-  timeout --kill-after=30 "$budget" "$@" || status=$?
+  local started=$SECONDS status=0 over="$STAGE_LOG_DIR/$name.over-budget"
+  rm -f "$over"
+  # A subshell, so that a COMMAND may be one of this script's functions; a
+  # watchdog stops it (and everything it started) once past its budget.
+  ("$@") &
+  local pid=$!
+  _watchdog "$pid" "$budget" "$over" </dev/null >/dev/null 2>&1 &
+  local watchdog=$!
+  wait "$pid" || status=$?
+  kill "$watchdog" 2>/dev/null
+  wait "$watchdog" 2>/dev/null
   local took=$((SECONDS - started))
-  if ((status == 0)); then
-    _row "$name" passed "$took" ""
-  elif ((status == 124 || status == 137)); then
+  if [[ -f "$over" ]]; then
+    printf '\n!!! %s: stopped, over its %d s budget\n' "$name" "$budget"
     _row "$name" failed "$took" "stopped: over its ${budget} s budget"
+  elif ((status == 0)); then
+    _row "$name" passed "$took" ""
   else
     _row "$name" failed "$took" "exit status $status"
   fi
+}
+
+_descendants() { # every process below PID, children first
+  local child
+  for child in $(ps -o pid= --ppid "$1" 2>/dev/null); do
+    _descendants "$child"
+    echo "$child"
+  done
+}
+
+_watchdog() { # _watchdog PID BUDGET_S MARKER: SIGTERM past the budget, SIGKILL 30 s later
+  local pid="$1" budget="$2" marker="$3" tree sleeper
+  # Stopped when the stage ends in time: its sleep goes with it.
+  trap 'kill "$sleeper" 2>/dev/null; exit 0' TERM
+  sleep "$budget" &
+  sleeper=$!
+  wait "$sleeper"
+  kill -0 "$pid" 2>/dev/null || return 0
+  echo "over budget" >"$marker"
+  tree="$(_descendants "$pid") $pid"
+  # shellcheck disable=SC2086
+  kill -TERM $tree 2>/dev/null
+  sleep 30 &
+  sleeper=$!
+  wait "$sleeper"
+  # shellcheck disable=SC2086
+  kill -KILL $tree 2>/dev/null
+  return 0
 }
 
 skip() { # skip NAME REASON
