@@ -34,7 +34,8 @@ fi
 # (OFFLINE, else a probe of each registry; docs/offline.md): made explicit for every stage.
 env_lines="$("$PY" -m loadtest.host.registries shell-env 2>/dev/null)" || exit 2
 eval "$env_lines"
-rm -f .build/last-check.json .build/last-stack-tests.json .build/last-remote-smoke.json
+rm -f .build/last-check.json .build/last-stack-tests.json .build/last-remote-smoke.json \
+  "$STAGE_LOG_DIR"/last-*.json
 
 # Several instances of one stack may run at once (the end-to-end tests on two
 # cores, a stage beside a background job): each takes a free port.
@@ -51,6 +52,9 @@ python_test_dirs() {
   for dir in "${dirs[@]}"; do [[ -d "$dir" ]] && echo "$dir"; done
 }
 mapfile -t PYTHON_TESTS < <(python_test_dirs)
+# What a stage skipped, kept as it ended: later tests run the same commands
+# on throw-away stacks and write the same file.
+keep_skips() { cp ".build/last-$1.json" "$STAGE_LOG_DIR/" 2>/dev/null || true; }
 # pytest.ini names the groups; -n 2: one worker per core.
 pytest_group() { # pytest_group MARKER_EXPRESSION [PYTEST ARGS...]
   local expression="$1"
@@ -97,9 +101,11 @@ fi
 # Every stack's own tests, as its manifest or language family says
 # (loadtest/core/families.py); a stack whose toolchain is missing is named below.
 stage stack-tests 1200 "$PY" -m loadtest stack-tests
+keep_skips stack-tests
 # Builds every stack once (cached by source digest in .build/<stack>/) and
 # verifies it; every later stage starts these builds.
 stage check 1500 "$PY" -m loadtest check
+keep_skips check
 
 # oha and Compose are needed from here on.
 await tools
@@ -153,6 +159,7 @@ else
     skip remote-smoke "needs root: network namespaces, sshd and dockerd per test host"
   else
     stage remote-smoke 1200 "$PY" -m loadtest remote-smoke
+    keep_skips remote-smoke
   fi
 fi
 
@@ -160,10 +167,10 @@ stage_report
 status=$?
 # Stacks the check and stack-tests stages skipped for a missing toolchain, one by one,
 # and the parts of the remote smoke this machine cannot run.
-"$PY" - <<'EOF'
-import json, pathlib
+"$PY" - "$STAGE_LOG_DIR" <<'EOF'
+import json, pathlib, sys
 for stage in ("check", "stack-tests", "remote-smoke"):
-    path = pathlib.Path(f".build/last-{stage}.json")
+    path = pathlib.Path(sys.argv[1], f"last-{stage}.json")
     for o in json.loads(path.read_text()) if path.is_file() else []:
         if o["status"] == "skipped":
             what = f": {o['what']}" if "what" in o else f" of stack {o['stack']}"

@@ -9,7 +9,7 @@ from loadtest.core import manifest as manifests
 from loadtest.core.knobs import FRONTS
 from loadtest.core.runner import RunnerUnavailable
 from loadtest.runners import front
-from loadtest.runners.choose import choose_runner, get_runner
+from loadtest.runners.choose import choose_runner, docker_problem, get_runner
 from loadtest.runners.conformance import check_all
 
 
@@ -35,16 +35,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    # Native unless RUNNER says otherwise: the contributor's fast loop needs no images.
-    try:
-        if args.runner is None:
-            chosen, reason = "native", "the default of check; RUNNER=docker or auto for containers"
-        else:
-            chosen, reason = choose_runner(args.runner)
-    except RunnerUnavailable as exc:
-        print(f"check: {exc}", file=sys.stderr)
-        return 2
-    print(f"runner: {chosen} — {reason}")
     if args.servers:
         stacks = manifests.load_all(manifests.stack_list(args.servers))
     else:
@@ -57,6 +47,16 @@ def cmd_check(args: argparse.Namespace) -> int:
             stacks = [m for m in stacks if front.terminator(m) is not None and not m.tls]
         elif args.front not in ("", "none"):
             stacks = [m for m in stacks if m.contract == "api" and not m.tls]
+    # Native unless RUNNER says otherwise: the contributor's fast loop needs no images.
+    try:
+        if args.runner is None:
+            chosen, reason = "native", "the default of check; RUNNER=docker or auto for containers"
+        else:
+            chosen, reason = choose_runner(args.runner, probe=lambda: docker_problem(stacks))
+    except RunnerUnavailable as exc:
+        print(f"check: {exc}", file=sys.stderr)
+        return 2
+    print(f"runner: {chosen} — {reason}")
     refusal = front.refusal(args.front, stacks)
     if refusal:
         print(f"check: {refusal}", file=sys.stderr)
