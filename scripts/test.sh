@@ -136,10 +136,10 @@ stage python-timing 1200 pytest_group "timing"
 # The soak offers a constant rate with oha (scripts/install-oha.sh, through
 # install-tools.sh). Where it cannot be built (no cargo, or crates.io read from
 # a mirror that lacks oha's crates) the stage is a named skip.
-if oha="$(bash scripts/install-oha.sh 2>/dev/null)" && [[ -x "$oha" ]]; then
+if oha_error="$(bash scripts/install-oha.sh 2>&1 >/dev/null)"; then
   stage soak 600 "$PY" -m loadtest soak --servers gin,sanic,spring-webflux --duration 30s
 else
-  skip soak "oha cannot be built here (OFFLINE=$OFFLINE): see the tools stage's log"
+  skip soak "oha cannot be built here (OFFLINE=$OFFLINE): ${oha_error##*$'\n'}"
 fi
 # Native on purpose: the Docker path has its own stage below.
 stage bench-smoke 600 "$PY" -m loadtest bench --profile smoke --servers gin,sanic --runner native
