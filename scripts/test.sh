@@ -121,7 +121,8 @@ if [[ -z "$docker_unavailable" ]]; then
   background docker-images docker_images
 fi
 
-stage python-e2e 1500 pytest_group "e2e" -n 2
+# The Docker tests run in docker-smoke, once their images are built.
+stage python-e2e 1500 pytest_group "e2e and not docker" -n 2
 # One stack behind each TLS front: the whole contract over HTTPS and HTTP/2
 # (gin, or the first of the others whose toolchain this machine has).
 front_stack="$("$PY" -m loadtest list --first-runnable gin,uvloop,fastify)"

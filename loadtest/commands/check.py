@@ -35,6 +35,16 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+    # Native unless RUNNER says otherwise: the contributor's fast loop needs no images.
+    try:
+        if args.runner is None:
+            chosen, reason = "native", "the default of check; RUNNER=docker or auto for containers"
+        else:
+            chosen, reason = choose_runner(args.runner, probe=lambda: docker_problem(named(args)))
+    except RunnerUnavailable as exc:
+        print(f"check: {exc}", file=sys.stderr)
+        return 2
+    print(f"runner: {chosen} — {reason}")
     if args.servers:
         stacks = manifests.load_all(manifests.stack_list(args.servers))
     else:
@@ -47,16 +57,6 @@ def cmd_check(args: argparse.Namespace) -> int:
             stacks = [m for m in stacks if front.terminator(m) is not None and not m.tls]
         elif args.front not in ("", "none"):
             stacks = [m for m in stacks if m.contract == "api" and not m.tls]
-    # Native unless RUNNER says otherwise: the contributor's fast loop needs no images.
-    try:
-        if args.runner is None:
-            chosen, reason = "native", "the default of check; RUNNER=docker or auto for containers"
-        else:
-            chosen, reason = choose_runner(args.runner, probe=lambda: docker_problem(stacks))
-    except RunnerUnavailable as exc:
-        print(f"check: {exc}", file=sys.stderr)
-        return 2
-    print(f"runner: {chosen} — {reason}")
     refusal = front.refusal(args.front, stacks)
     if refusal:
         print(f"check: {refusal}", file=sys.stderr)
@@ -73,3 +73,15 @@ def cmd_check(args: argparse.Namespace) -> int:
     if args.front != "none":
         print(front.describe(args.front, stacks))
     return check_all(runner, stacks)
+
+
+def named(args: argparse.Namespace) -> list[manifests.Manifest] | None:
+    """The stacks SERVERS names, for the Docker runner's registry check: only their
+    package families count (None: every stack's). A name that does not load counts
+    for nothing here; loading the stacks afterwards reports it."""
+    if not args.servers:
+        return None
+    try:
+        return manifests.load_all(manifests.stack_list(args.servers))
+    except manifests.ManifestError:
+        return []

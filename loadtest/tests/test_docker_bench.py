@@ -25,7 +25,8 @@ from loadtest.runners.container import docker, image_id
 from loadtest.runners.docker import compose_problem, daemon_problem
 from loadtest.tests.docker_support import need
 
-pytestmark = pytest.mark.e2e
+# Run by the docker-smoke stage, on the images it built (SERVERLAB_DOCKER_TESTS=1).
+pytestmark = [pytest.mark.e2e, pytest.mark.docker]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 

@@ -19,7 +19,8 @@ from loadtest.runners.docker import DockerRunner
 from loadtest.runners.engine import LOCAL, EngineAPI, EngineStatsSampler, container_reading
 from loadtest.tests.test_docker_limits import built_stack, load_generator, need_docker
 
-pytestmark = pytest.mark.e2e
+# Run by the docker-smoke stage, on the images it built (SERVERLAB_DOCKER_TESTS=1).
+pytestmark = [pytest.mark.e2e, pytest.mark.docker]
 
 
 @pytest.fixture(scope="module")

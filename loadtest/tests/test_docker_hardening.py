@@ -23,7 +23,8 @@ from loadtest.runners.docker import DockerRunner
 from loadtest.runners.loadgen import LoadgenClient
 from loadtest.tests.docker_support import REQUIRED, listed_stacks, need_docker
 
-pytestmark = pytest.mark.e2e
+# Run by the docker-smoke stage, on the images it built (SERVERLAB_DOCKER_TESTS=1).
+pytestmark = [pytest.mark.e2e, pytest.mark.docker]
 
 MIN_NOFILE = 10_000
 

@@ -27,7 +27,8 @@ from loadtest.runners.container import docker, image_id
 from loadtest.runners.docker import DockerRunner
 from loadtest.tests.docker_support import REQUIRED, listed_stacks, need_docker
 
-pytestmark = pytest.mark.e2e
+# Run by the docker-smoke stage, on the images it built (SERVERLAB_DOCKER_TESTS=1).
+pytestmark = [pytest.mark.e2e, pytest.mark.docker]
 
 # Stacks that saturate any CPU share they get with little start-up cost.
 PREFERRED = ("go-nethttp", "gin", "bjoern", "sanic")

@@ -18,7 +18,8 @@ from loadtest.runners.container import image_id
 from loadtest.runners.docker import DockerRunner, compose_problem, daemon_problem
 from loadtest.testing import STATIC_STACK_SERVER_HEADERS
 
-pytestmark = pytest.mark.e2e
+# Run by the docker-smoke stage, on the images it built (SERVERLAB_DOCKER_TESTS=1).
+pytestmark = [pytest.mark.e2e, pytest.mark.docker]
 
 
 @pytest.mark.parametrize(("stack", "server_header"), STATIC_STACK_SERVER_HEADERS)
