@@ -152,6 +152,38 @@ def test_query_fast_path_agrees_with_parse_qsl():
         assert general_or_error(at_from_query, query) == general_at, query
 
 
+def escaped_queries():
+    """Every escape %00..%FF in both hex cases, alone, around digits, twice, cut short."""
+    escapes = {f"%{code:02X}" for code in range(256)} | {f"%{code:02x}" for code in range(256)}
+    escapes |= {"%", "%3", "%G1", "%3G", "%%31", "%3%31"}
+    values = []
+    for escape in sorted(escapes):
+        values += [escape, "1" + escape, escape + "0", escape + escape, "%31" + escape]
+    values += ["%31%30%30", "%30%31", "2019-05-05T10%3A00", "2019%2D05%2D05T10%3a00%3A01"]
+    values += ["%31%C3%A9", "%E2%82%AC1", "%C3%311"]
+    queries = []
+    for value in values:
+        queries += [f"n={value}", f"at={value}", f"%6E={value}", f"n{value}", f"x={value}"]
+    return queries
+
+
+def test_escaped_query_fast_path_agrees_with_parse_qsl():
+    for query in escaped_queries():
+        for name in ("n", "at"):
+            general = general_or_error(single_value, query_values(query).get(name), BadRequest)
+            assert general_or_error(query_value, query, name) == general, (query, name)
+
+
+@pytest.mark.usefixtures("frozen_clock")
+@pytest.mark.parametrize("method", ["GET", "HEAD"])
+def test_escaped_queries_answer_as_before(router, method):
+    for query in escaped_queries():
+        for path in ("/", "/workday"):
+            got = router.respond(method, path, query)
+            want = reference.respond(NAME, CLOSED, method, path, query, NOW_MS)
+            assert (got.status, got.headers, got.body) == want, (method, path, query)
+
+
 @pytest.mark.usefixtures("frozen_clock")
 @pytest.mark.parametrize("method", ["GET", "HEAD"])
 def test_router_answers_as_before(router, method):
