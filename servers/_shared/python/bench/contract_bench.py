@@ -15,13 +15,15 @@ a request, the part this package can make cheaper.
     python servers/_shared/python/bench/contract_bench.py --rigorous -o out.json
     python servers/_shared/python/bench/contract_bench.py --only wsgi:   # names starting so
 
-Any pyperf option works (``--help``). ``scripts/microbench.sh`` (``make
+The routes and inputs are those of ``servers/_shared/microbench-cases.json``,
+which every language's microbenchmark reads. Any pyperf option works (``--help``). ``scripts/microbench.sh`` (``make
 microbench``) runs it on each CPython it finds. The package measured is the
 one next to this folder, so a copy of an older tree measures that tree.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
@@ -52,22 +54,16 @@ class Case(NamedTuple):
     status: int
 
 
-CASES: Tuple[Case, ...] = (
-    Case("hello", "GET", "/", "", 200),
-    Case("kb1", "GET", "/", "n=1", 200),
-    Case("kb100", "GET", "/", "n=100", 200),
-    Case("workday-now", "GET", "/workday", "", 200),
-    Case("workday-at", "GET", "/workday", "at=2019-05-05T10:00", 200),
-    Case("workday-at-seconds", "GET", "/workday", "at=2019-04-30T15:00:01", 200),
-    Case("bad-n", "GET", "/", "n=0", 400),
-    Case("bad-at", "GET", "/workday", "at=2019-02-29T10:00", 400),
-    Case("not-found", "GET", "/nope", "", 404),
-    Case("method-not-allowed", "POST", "/", "", 405),
-    Case("head", "HEAD", "/", "", 200),
-    # Not a shape any load sends: a percent-escape takes the general query
-    # parser, so this one shows what the fast paths do not cover.
-    Case("kb1-escaped", "GET", "/", "n=%31", 200),
-)
+# The routes and input shapes every language's microbenchmark measures, in one file.
+CASES_FILE = REPO_ROOT / "servers" / "_shared" / "microbench-cases.json"
+
+
+def load_cases(path: Path = CASES_FILE) -> Tuple[Case, ...]:
+    cases = json.loads(path.read_text(encoding="utf-8"))["cases"]
+    return tuple(Case(**case) for case in cases)
+
+
+CASES: Tuple[Case, ...] = load_cases()
 
 TimeFunc = Callable[[int], float]
 
