@@ -7,11 +7,8 @@ import { METHODS } from 'node:http'
 
 import Fastify from 'fastify'
 
-import { formatDay } from './lib/calendar.js'
-import {
-  ALLOW, BAD_AT, BAD_N, CONTENT_TYPE,
-  helloFormatter, kb, localTimeOf, parseAt, parseN, single
-} from './lib/contract.js'
+import { ALLOW, CONTENT_TYPE } from './lib/contract.js'
+import { contractRoutes } from './lib/routes.js'
 
 /** Sent verbatim in the hello body; must equal display_name in server.toml (a test checks it). */
 export const DISPLAY_NAME = 'Node.js Fastify'
@@ -79,28 +76,10 @@ export function buildApp ({ calendar, displayName = DISPLAY_NAME, options = FAST
   app.removeAllContentTypeParsers()
   app.addContentTypeParser('*', (request, payload, done) => done(null))
 
-  const hello = helloFormatter(displayName)
-
-  // GET / (and HEAD /): hello, or the n-KB body, or 400.
-  app.get('/', (request, reply) => {
-    const n = single(request.query, 'n')
-    if (n === undefined || n === '') {
-      // Formatted per request: the body carries the time of the request.
-      send(reply, 200, hello(new Date()))
-      return
-    }
-    const size = n === null ? -1 : parseN(n)
-    if (size < 0) send(reply, 400, BAD_N)
-    else send(reply, 200, kb(size))
-  })
-
-  // GET /workday (and HEAD): the trading day of now or of at, or 400.
-  app.get('/workday', (request, reply) => {
-    const at = single(request.query, 'at')
-    const local = at === undefined ? localTimeOf(Date.now()) : at === null ? null : parseAt(at)
-    if (local === null) send(reply, 400, BAD_AT)
-    else send(reply, 200, formatDay(calendar.tradingDay(local)))
-  })
+  const routes = contractRoutes({ calendar, displayName })
+  const answer = (reply, { status, body }) => send(reply, status, body)
+  app.get('/', (request, reply) => answer(reply, routes.root(request.query)))
+  app.get('/workday', (request, reply) => answer(reply, routes.workday(request.query)))
 
   // Fastify answers a method that has no route with 404 ("Return 404 instead
   // of 405", fastify/fastify#862), and routes only GET, HEAD, POST, PUT,
