@@ -1,0 +1,54 @@
+package serverlab.contract.bench;
+
+import com.fasterxml.jackson.annotation.JsonIgnoreProperties;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+
+/**
+ * The routes and inputs of servers/_shared/microbench-cases.json, which every language's contract
+ * microbenchmark reads.
+ */
+final class BenchCases {
+
+  /** The system property that carries the repository root into JMH's forked JVMs. */
+  static final String ROOT_PROPERTY = "serverlab.root";
+
+  /** One request: {@code query} is the raw query string, as sent. */
+  @JsonIgnoreProperties(ignoreUnknown = true)
+  record BenchCase(String name, String method, String path, String query, int status) {
+
+    /** The library answers GET on its two routes; routing, 404, 405 and HEAD are each stack's. */
+    boolean isRoute() {
+      return "GET".equals(method) && ("/".equals(path) || "/workday".equals(path));
+    }
+  }
+
+  @JsonIgnoreProperties(ignoreUnknown = true)
+  private record CasesFile(List<BenchCase> cases) {}
+
+  private BenchCases() {}
+
+  /** The nearest folder at or above the working directory that holds contracts/. */
+  static Path findRepoRoot() {
+    for (Path dir = Path.of("").toAbsolutePath(); dir != null; dir = dir.getParent()) {
+      if (Files.isDirectory(dir.resolve("contracts"))) {
+        return dir;
+      }
+    }
+    throw new IllegalStateException("no contracts/ folder above " + Path.of("").toAbsolutePath());
+  }
+
+  static Path calendarFile(Path root) {
+    return root.resolve("contracts/calendar/xshg-non-trading-weekdays.txt");
+  }
+
+  /** The cases this library answers, in the file's order. */
+  static List<BenchCase> routeCases(Path root) throws IOException {
+    Path file = root.resolve("servers/_shared/microbench-cases.json");
+    CasesFile parsed = new ObjectMapper().readValue(file.toFile(), CasesFile.class);
+    return parsed.cases().stream().filter(BenchCase::isRoute).toList();
+  }
+}
