@@ -19,13 +19,15 @@ public final class ContractBenchMain {
     String[] names =
         BenchCases.routeCases(root).stream().map(BenchCases.BenchCase::name).toArray(String[]::new);
     CommandLineOptions commandLine = new CommandLineOptions(args);
-    new Runner(
-            new OptionsBuilder()
-                .parent(commandLine)
-                .include(ContractBench.class.getName())
-                .param("name", names)
-                .jvmArgsAppend("-D" + BenchCases.ROOT_PROPERTY + "=" + root)
-                .build())
-        .run();
+    OptionsBuilder options = new OptionsBuilder();
+    options
+        .parent(commandLine)
+        .include(ContractBench.class.getName())
+        .jvmArgsAppend("-D" + BenchCases.ROOT_PROPERTY + "=" + root);
+    // Every case unless the command line names some (-p name=hello,kb1).
+    if (!commandLine.getParameter("name").hasValue()) {
+      options.param("name", names);
+    }
+    new Runner(options.build()).run();
   }
 }
