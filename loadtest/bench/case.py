@@ -22,7 +22,8 @@ from loadtest.bench.record import foreign_load, limits
 from loadtest.core import slo
 from loadtest.core.knobs import SCENARIO_HEADERS, SCENARIOS
 from loadtest.core.stats import bootstrap_ci
-from loadtest.core.verdict import NOISY_FOREIGN_PCT, WARMUP_WINDOW_S, drifted, reconnects, uneven
+from loadtest.core.change import drifted, window_spread
+from loadtest.core.verdict import NOISY_FOREIGN_PCT, WARMUP_WINDOW_S, reconnects, uneven
 from loadtest.measure import jit, steady, ttfb
 from loadtest.measure.fairness import FairnessSampler
 from loadtest.measure.metrics import UsageSampler, response_bytes
@@ -48,6 +49,9 @@ class CaseRunner:
         self.compiler: jit.JitWatch | str | None = None
         self.loaded_s = 0.0
         self.first_record: dict | None = None  # the instance's first measurement
+        # The ceiling's re-check changes so far in this run: how far the host moves between
+        # an instance's start and end (DRIFTED; the report judges again with all of them).
+        self.ceiling_changes: list[float] = []
 
     def begin_instance(self, server, stack: str) -> None:
         """A started instance: read its JIT's compiler, if it declares one."""
@@ -322,6 +326,7 @@ class CaseRunner:
         first_rps = first["result"]["rps"]
         rerun = {"result": {"rps": again}, "server": ran.usage.to_dict()}
         intervals = [window_interval(first), window_interval(rerun)]
+        windows = steady.window_rates(first_rps, first["server"].get("loopback_bytes_per_s") or [])
         record = {
             "kind": "recheck",
             "run_id": self.bench.run_id,
@@ -338,11 +343,13 @@ class CaseRunner:
             "change": round(again / first_rps - 1, 4) if first_rps else None,
             "first_interval": intervals[0],
             "again_interval": intervals[1],
-            "drifted": drifted(first_rps, again, *intervals),
+            "drifted": drifted(first_rps, again, window_spread(windows), self.ceiling_changes),
             "started_at": ran.started_at,
             "problem": ran.result.problem,
         }
         self.bench.writer.write(record)
+        if first.get("ceiling") and record["change"] is not None:
+            self.ceiling_changes.append(record["change"])
         if record["drifted"]:
             self.bench.say(
                 f"[bold magenta]DRIFTED[/] {escape(case.stack)} r{case.repetition}: "

@@ -20,6 +20,7 @@ from rich.markup import escape
 from loadtest.bench.results import RESULTS_ROOT, new_run_id, run_folder
 from loadtest.bench.run import Bench
 from loadtest.commands.bench import run_and_report
+from loadtest.commands.compare import add_flagged_argument
 from loadtest.core.knobs import KNOBS, KnobError, resolve
 from loadtest.core.manifest import ManifestError
 from loadtest.report.aa import analyse
@@ -39,6 +40,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--runs", help="analyse these runs instead: ids or folders, oldest first")
     parser.add_argument("--results-dir", type=Path, default=RESULTS_ROOT,
                         help=argparse.SUPPRESS)  # fmt: skip
+    add_flagged_argument(parser)
     parser.set_defaults(func=cmd_aa)
 
 
@@ -52,7 +54,7 @@ def cmd_aa(args: argparse.Namespace) -> int:
         if folders is None:
             return 2
     try:
-        folder = analyse(folders, root)
+        folder = analyse(folders, root, args.flagged == "leave-out")
     except CompareError as exc:
         console.print(f"[red]aa: {escape(str(exc))}[/]")
         return 2

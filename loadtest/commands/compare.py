@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
 from loadtest.bench.results import RESULTS_ROOT, run_folder
@@ -13,7 +14,20 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser("compare", help="compare two runs: ratio per case, what changed")
     parser.add_argument("runs", help="<old>,<new>: run ids under results/, or run folders")
     parser.add_argument("--results-dir", type=Path, default=RESULTS_ROOT, help=argparse.SUPPRESS)
+    add_flagged_argument(parser)
     parser.set_defaults(func=cmd_compare)
+
+
+# FLAGGED on make's command line reaches the harness in its environment.
+FLAGGED_CHOICES = ("mark", "leave-out")
+
+
+def add_flagged_argument(parser: argparse.ArgumentParser) -> None:
+    """--flagged mark|leave-out (FLAGGED): flagged rounds marked, or left out as well."""
+    parser.add_argument("--flagged", choices=FLAGGED_CHOICES,
+                        default=os.environ.get("FLAGGED") or "mark",
+                        help="flagged rounds (COLD, DRIFTED, NOT-STEADY...): mark them (default) "
+                             "or leave them out")  # fmt: skip
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -23,7 +37,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         return 2
     old, new = (run_folder(name, args.results_dir) for name in names)
     try:
-        folder = compare(old, new, args.results_dir)
+        folder = compare(old, new, args.results_dir, args.flagged == "leave-out")
     except CompareError as exc:
         print(f"compare: {exc}")
         return 2

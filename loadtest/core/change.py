@@ -1,21 +1,27 @@
-"""When two sets of rounds differ: one rule for `make compare` and the leaderboard's
-"gap to next", chosen from A/A runs (the same thing measured again with nothing
-changed; docs/methodology.md, "Is it a change?").
+"""When two sets of rounds differ: the one rule of `make compare`, the leaderboard's
+"gap to next", `make aa` and DRIFTED (docs/methodology.md, "Is it a change?").
 
-1. Only rounds are tested. The windows of one run do not show run-to-run noise,
-   so a one-round side is shown, never called a change.
+1. Only rounds are tested, MIN_ROUNDS or more a side. The windows of one run do
+   not show run-to-run noise, so such a side is shown, never called a change.
 2. Each case is Welch's t-test on the logarithm of requests/s (core/stats.py
-   `welch_log_test`): exact at three rounds a side when the logs are normal,
-   where Mann-Whitney cannot go below p = 0.1 and a bootstrap of three values
-   is far narrower than the noise.
-3. The p-values of one comparison are corrected together (Benjamini-Hochberg):
+   `welch_log_test`); the ratio is that of the rounds' geometric means. Its
+   degrees of freedom are estimated from the same rounds, so at three rounds a
+   side its p-value is approximate.
+3. Two sides from separate runs each carry a run's own offset (another hour,
+   another boot), which more rounds do not average away: the noise model adds
+   each side's run-to-run spread (`make aa` measures it per case for a host
+   kind; DEFAULT_RUN_TO_RUN_SD without a measurement). Rounds of one invocation
+   share it, and it cancels.
+4. The p-values of one comparison are corrected together (Benjamini-Hochberg):
    twenty cases tested at once would otherwise give about one false alarm.
-4. A difference smaller than the noise floor is not a change, however small its
-   p: rounds of one run share the machine's state of that quarter-hour, so they
-   agree with each other more closely than two runs do. The floor is
-   MIN_EFFECT, or the one measured by `make aa` on this host when larger.
-5. A difference beyond the floor that the test cannot confirm is "cannot tell",
-   with about how many rounds a side would tell.
+5. A difference smaller than MIN_EFFECT is not called a change, however small
+   its p.
+6. Every verdict that is not a change says what could have been seen: the
+   smallest change this comparison detects with POWER at its noise, its rounds
+   and the significance the correction would have asked of it.
+7. DRIFTED: an instance's first case measured again at its end is a drift only
+   beyond the same floor and beyond what the instance's own windows and the
+   ceiling's re-checks of the same run swing by.
 """
 
 from __future__ import annotations
@@ -24,29 +30,60 @@ import math
 import statistics
 from dataclasses import dataclass
 
-from loadtest.core.stats import benjamini_hochberg, t_quantile, welch_log_test
+from loadtest.core.stats import (
+    benjamini_hochberg,
+    clean,
+    log_values,
+    t_quantile,
+    welch_degrees_of_freedom,
+    welch_log_test,
+)
 
 # False discovery rate over the cases of one comparison.
 SIGNIFICANCE = 0.05
+# The chance of calling a true change of the printed detection limit.
+POWER = 0.80
 # The smallest change called a change (share of the old figure). Six A/A pairs on a 2-core
 # VM (120 case comparisons, docs/measurements/aa-false-alarms.md): none called a change with
-# it (a bootstrap over the rounds alone called 13). `make aa` measures a host's own floor.
+# it (a bootstrap over the rounds alone called 13).
 MIN_EFFECT = 0.10
-# For "cannot tell": the rounds a side that would find the observed change with 80% power.
-Z_HALF_ALPHA, Z_POWER = 1.96, 0.84
+# Fewer rounds a side are shown, not tested: at two, Welch's t has about one degree of
+# freedom and its interval spans an order of magnitude.
+MIN_ROUNDS = 3
+# The sd of the log of a run's own offset when `make aa` has not measured one for the host
+# kind and the settings: 5%, the run-to-run spread with which simulated A/A comparisons of a
+# rule over rounds alone called about 15% of cases a change (issue of the comparison rule).
+DEFAULT_RUN_TO_RUN_SD = 0.05
+# The detection limit is also given at this many rounds a side: what more rounds would buy.
+MORE_ROUNDS = 10
+# DRIFTED without a ceiling re-check in the run: the sd of the log of a re-check's change
+# on a warm instance here (ASP.NET Core, its MVC stack, Spring MVC re-checked 16-21% lower,
+# the reference server 28% higher: run 20261128-102254-quick).
+DEFAULT_RECHECK_SD = 0.20
 
 REGRESSION, IMPROVEMENT = "regression", "improvement"
-NO_CHANGE, CANNOT_TELL, NOT_TESTED = "no significant change", "cannot tell", "not tested"
+NO_CHANGE, CANNOT_TELL, NOT_TESTED = "no change detected", "cannot tell", "not tested"
 VERDICTS = (REGRESSION, IMPROVEMENT, NO_CHANGE, CANNOT_TELL, NOT_TESTED)
 
 
 @dataclass(frozen=True)
 class Samples:
-    """One case's two sides: requests/s per round (or per window, then `rounds` is False)."""
+    """One case's two sides: requests/s per round (or per window, then `rounds` is False),
+    and each side's run-to-run spread (sd of log; 0 when both are rounds of one invocation)."""
 
     old: list[float]
     new: list[float]
     rounds: bool = True
+    run_to_run_sd: float = 0.0
+
+    @property
+    def testable(self) -> bool:
+        return self.rounds and min(len(log_values(self.old)), len(log_values(self.new))) >= MIN_ROUNDS
+
+    @property
+    def extra_variance(self) -> float:
+        """Variance of the log ratio from the two runs' own offsets."""
+        return 2 * self.run_to_run_sd**2
 
 
 @dataclass(frozen=True)
@@ -54,8 +91,9 @@ class Difference:
     ratio: float  # new / old, of the geometric means when tested
     interval: tuple[float, float] | None  # 95% interval of the ratio
     verdict: str  # one of VERDICTS
-    detail: str  # why: "q=0.003", "within the 10% noise floor", "about 7 rounds a side would tell"
+    detail: str  # why: "q=0.003", "within the 10% floor; at this noise 3 rounds a side ..."
     q: float | None = None  # Benjamini-Hochberg adjusted p-value
+    limit: float | None = None  # smallest change detected at these rounds (share)
 
     @property
     def text(self) -> str:
@@ -66,40 +104,117 @@ class Difference:
         return self.verdict in (REGRESSION, IMPROVEMENT)
 
 
-def judge_all(cases: list[Samples], floor: float = MIN_EFFECT) -> list[Difference]:
+def central(values: list[float], rounds: bool = True) -> float:
+    """The figure a side is compared by: the geometric mean of its rounds (what the test
+    compares), the median of anything else."""
+    logs = log_values(values)
+    if rounds and logs:
+        return math.exp(statistics.fmean(logs))
+    return statistics.median(clean(values))
+
+
+def judge_all(cases: list[Samples]) -> list[Difference]:
     """The verdict of every case of one comparison, corrected together."""
-    tests = [welch_log_test(c.old, c.new) if c.rounds else None for c in cases]
+    tests = [welch_log_test(c.old, c.new, c.extra_variance) if c.testable else None
+             for c in cases]  # fmt: skip
     tested = [i for i, t in enumerate(tests) if t is not None]
     adjusted = dict(zip(tested, benjamini_hochberg([tests[i][3] for i in tested]), strict=True))
-    return [
-        _verdict(case, tests[i], adjusted.get(i), floor) for i, case in enumerate(cases)
-    ]
+    discoveries = sum(1 for q in adjusted.values() if q < SIGNIFICANCE)
+    # A case not called would have needed p <= this to join the discoveries (BH's step).
+    level_needed = SIGNIFICANCE * (discoveries + 1) / max(len(tested), 1)
+    return [_verdict(case, tests[i], adjusted.get(i), level_needed)
+            for i, case in enumerate(cases)]  # fmt: skip
 
 
-def _verdict(case: Samples, test, q: float | None, floor: float) -> Difference:
+def _verdict(case: Samples, test, q: float | None, level: float) -> Difference:
     if test is None:
-        ratio = statistics.median(case.new) / statistics.median(case.old)
-        why = "one round on a side: REPEAT >= 3" if not case.rounds else "one round: no spread"
-        return Difference(ratio, None, NOT_TESTED, why)
+        ratio = central(case.new, False) / central(case.old, False)
+        return Difference(ratio, None, NOT_TESTED, untested_reason(case))
     shift, se, df, _ = test
     ratio = math.exp(shift)
-    half = t_quantile(1 - SIGNIFICANCE / 2, df) * se if math.isfinite(df) else 0.0
+    half = t_quantile(1 - SIGNIFICANCE / 2, df) * se
     interval = (math.exp(shift - half), math.exp(shift + half))
-    beyond_floor = abs(ratio - 1) >= floor
-    if q is not None and q < SIGNIFICANCE and beyond_floor:
+    beyond_floor = abs(ratio - 1) >= MIN_EFFECT
+    if q < SIGNIFICANCE and beyond_floor:
         shown = "q<0.001" if q < 0.001 else f"q={q:.3f}"
         return Difference(ratio, interval, REGRESSION if shift < 0 else IMPROVEMENT, shown, q)
+    limit = detection_limit(case, len(case.old), len(case.new), level)
+    seen = limits_text(case, level)
     if not beyond_floor:
-        return Difference(ratio, interval, NO_CHANGE, f"within the {floor:.0%} noise floor", q)
-    needed = rounds_to_tell(shift, se, len(case.old), len(case.new))
-    return Difference(ratio, interval, CANNOT_TELL,
-                      f"q={q:.2f}; about {needed} rounds a side would tell", q)  # fmt: skip
+        return Difference(ratio, interval, NO_CHANGE, f"within the {MIN_EFFECT:.0%} floor; {seen}",
+                          q, limit)  # fmt: skip
+    return Difference(ratio, interval, CANNOT_TELL, f"q={q:.2f}; {seen}", q, limit)
 
 
-def rounds_to_tell(shift: float, se: float, n_old: int, n_new: int) -> int:
-    """Rounds a side for a two-sample test to find `shift` with 80% power, from the
-    spread seen (the per-round spread recovered from the standard error)."""
-    per_round_variance = se * se / (1 / n_old + 1 / n_new)
-    needed = 2 * per_round_variance * (Z_HALF_ALPHA + Z_POWER) ** 2 / (shift * shift) + 1
-    return max(math.ceil(needed), max(n_old, n_new) + 1)
+def untested_reason(case: Samples) -> str:
+    if not case.rounds:
+        return f"windows of one run, not rounds: REPEAT >= {MIN_ROUNDS}"
+    fewest = min(len(case.old), len(case.new))
+    return f"{fewest} round{'s' if fewest != 1 else ''} on a side: REPEAT >= {MIN_ROUNDS}"
 
+
+def round_variances(case: Samples) -> tuple[float, float]:
+    """The round-to-round variance of each side's log requests/s."""
+    return statistics.variance(log_values(case.old)), statistics.variance(log_values(case.new))
+
+
+def detection_limit(case: Samples, n_old: int, n_new: int, level: float) -> float:
+    """The smallest change (share of the old figure) called with POWER by a two-sided test
+    at `level`, with n_old and n_new rounds of this case's noise: each side's spread of
+    rounds and its run-to-run spread. Student's t at Welch's degrees of freedom; never
+    below the floor, under which nothing is called."""
+    var_old, var_new = round_variances(case)
+    va, vb = var_old / n_old, var_new / n_new
+    se = math.sqrt(va + vb + case.extra_variance)
+    df = welch_degrees_of_freedom(va, vb, n_old, n_new)
+    needed = (t_quantile(1 - level / 2, df) + t_quantile(POWER, df)) * se
+    return max(MIN_EFFECT, math.exp(needed) - 1)
+
+
+def limits_text(case: Samples, level: float) -> str:
+    """'at this noise 3 rounds a side detect 18% or more, 10 rounds 9%'."""
+    n_old, n_new = len(case.old), len(case.new)
+    rounds = f"{n_old}" if n_old == n_new else f"{n_old}/{n_new}"
+    text = (f"at this noise {rounds} rounds a side detect "
+            f"{detection_limit(case, n_old, n_new, level):.0%} or more")  # fmt: skip
+    if min(n_old, n_new) < MORE_ROUNDS:
+        more = detection_limit(case, MORE_ROUNDS, MORE_ROUNDS, level)
+        text += f", {MORE_ROUNDS} rounds {more:.0%}"
+    return text
+
+
+# ----------------------------------------------------------------------- DRIFTED
+
+
+def drifted(first_rps: float, again_rps: float, window_sd: float | None,
+            host_changes: list[float]) -> bool:  # fmt: skip
+    """Whether an instance's first case, measured again after its last, changed pace.
+
+    A drift is a change beyond MIN_EFFECT and beyond 1.96 times the spread the
+    re-check would show anyway: the sd of log of the instance's own windows (how
+    its pace swings within one run) and that of the ceiling's re-checks in the same
+    run (`host_changes`, each again/first - 1: how far the host moved between an
+    instance's start and end; DEFAULT_RECHECK_SD when the run has none). Few ceiling
+    re-checks make the host's share rough; the normal quantile keeps it usable.
+    """
+    if first_rps <= 0 or again_rps <= 0:
+        return first_rps > 0
+    change = math.log(again_rps / first_rps)
+    spread = math.sqrt((window_sd or 0.0) ** 2 + recheck_spread(host_changes) ** 2)
+    return abs(math.exp(change) - 1) >= MIN_EFFECT and abs(change) > t_quantile(
+        1 - SIGNIFICANCE / 2, math.inf) * spread
+
+
+def recheck_spread(host_changes: list[float]) -> float:
+    """The sd of log of the host's re-check changes (root mean square: their expected
+    change is none), or DEFAULT_RECHECK_SD without one."""
+    logs = [math.log(1 + c) for c in host_changes if c is not None and c > -1]
+    if not logs:
+        return DEFAULT_RECHECK_SD
+    return math.sqrt(statistics.fmean(x * x for x in logs))
+
+
+def window_spread(rates: list[float]) -> float | None:
+    """The sd of log of one run's window rates (how its pace swings within a run)."""
+    logs = log_values(rates)
+    return statistics.stdev(logs) if len(logs) >= 2 else None

@@ -111,18 +111,9 @@ JIT_BOUND_S = 150.0
 DRIFT_BOUND = 0.15
 DRIFT_T = 3.0
 
-# DRIFTED: the first case of each instance is measured again after its last
-# one. When the two figures differ by more than RECHECK_BOUND and their
-# intervals (bootstrap over each run's quarter-second windows) do not overlap,
-# the instance changed pace while it was measured: a JIT still compiling, a
-# cache, a leak. Every figure of that instance is flagged, with both numbers.
-# 40%: warm instances measured their first case again 16-21% lower (aspnetcore,
-# aspnetcore-mvc, spring-mvc, compilers quiet for a minute, in run
-# 20261128-102254-quick; Spring MVC's warm one-second windows swing between 27k
-# and 48k req/s on one core) and the contract's reference server 28% higher
-# (2-s runs at 4 connections in make test), while the cold start this is for
-# differs 2-7x (Spring MVC 6,573 against 15-18k req/s warm).
-RECHECK_BOUND = 0.40
+# DRIFTED (an instance's first case measured again after its last) is judged by the
+# comparison rule, against the instance's own windows and the ceiling's re-checks of the
+# same run: core/change.py `drifted`.
 # STALL: a quarter-second window in the middle of a load (loopback bytes) that
 # carried under 1% of the median window's traffic: the server answered nothing
 # for that long (cherrypy's hello at 128 connections: 0 to 3,138 req/s in one
@@ -321,16 +312,6 @@ def stalled_windows(rates: list[float], start: int, end: int) -> int:
         return 0
     floor = middle[len(middle) // 2] * STALL_SHARE
     return sum(1 for rate in rates[start:end] if rate < floor)
-
-
-def drifted(first: float, again: float, first_interval, again_interval) -> bool:
-    """Whether an instance's first case, measured again at its end, changed (RECHECK_BOUND)."""
-    if first <= 0 or abs(again / first - 1) <= RECHECK_BOUND:
-        return False
-    if first_interval is None or again_interval is None:
-        return True
-    (low1, high1), (low2, high2) = first_interval, again_interval
-    return high1 < low2 or high2 < low1
 
 
 def uneven(fairness: dict | None) -> bool:

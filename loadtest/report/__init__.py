@@ -11,15 +11,20 @@ from pathlib import Path
 
 from loadtest.bench.results import RESULTS_FILE, RUN_FILE, read_records
 from loadtest.report.charts import all_charts, ordered_scenarios
+from loadtest.report.flags import mark_rounds
 from loadtest.report.interactive import scenario_figures
 from loadtest.report.render import html_report, markdown
 from loadtest.report.summary import measurement_rows, stack_outcomes, write_csv
 
 
-def generate(folder: Path) -> list[Path]:
-    records = read_records(folder / RESULTS_FILE)
+def generate(folder: Path, leave_out_flagged: bool = False) -> list[Path]:
+    """Write the run's reports; with `leave_out_flagged` (FLAGGED=leave-out), from its
+    unflagged rounds only, which the leaderboard's note counts."""
+    records, left_out = mark_rounds(read_records(folder / RESULTS_FILE), leave_out_flagged)
     run_path = folder / RUN_FILE
     run = json.loads(run_path.read_text()) if run_path.is_file() else {"run_id": folder.name}
+    if leave_out_flagged:
+        run["_flagged_left_out"] = left_out
     rows = measurement_rows(records)
     outcomes = stack_outcomes(records)
     csv_path = folder / "summary.csv"

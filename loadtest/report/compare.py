@@ -23,13 +23,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from loadtest.bench.results import RESULTS_FILE, RUN_FILE, read_records
-from loadtest.report.change import MIN_EFFECT, VERDICTS, Samples, judge_all
+from loadtest.core.change import MIN_EFFECT, MIN_ROUNDS, MORE_ROUNDS, VERDICTS, Samples, judge_all
+from loadtest.report.flags import flags_text, mark_rounds
 from loadtest.report.interactive import OFFLINE_META, chart_div, ratio_chart, scripts
-from loadtest.report.noise import host_noise, noise_line
+from loadtest.report.noise import WITHIN, RunToRun, host_noise, noise_line, run_to_run
 from loadtest.report.samples import ROUNDS, rps_samples
 
 HEAD = ["stack", "scenario", "conn", "tool/rate", "old req/s", "new req/s", "new/old",
-        "95% interval", "verdict", "samples"]  # fmt: skip
+        "95% interval", "verdict", "samples", "flagged rounds (old; new)"]  # fmt: skip
 
 
 class CompareError(Exception):
@@ -60,8 +61,10 @@ def settings_of_the_run(cases: dict[tuple, list[dict]]) -> dict[tuple, list[dict
     return cases
 
 
-def load_run(folder: Path) -> tuple[dict, dict[tuple, list[dict]]]:
-    """run.json and the successful measurement records per case."""
+def load_run(folder: Path, leave_out_flagged: bool = False) -> tuple[dict, dict[tuple, list[dict]]]:
+    """run.json and the successful measurement records per case, each with its flags
+    (`_flags`); with `leave_out_flagged`, the flagged rounds left out (their count in
+    run["_left_out"])."""
     if not folder.is_dir():
         raise CompareError(f"no run folder {folder}")
     if not (folder / RESULTS_FILE).is_file():
@@ -71,7 +74,8 @@ def load_run(folder: Path) -> tuple[dict, dict[tuple, list[dict]]]:
     except (OSError, ValueError):
         run = {"run_id": folder.name}
     cases: dict[tuple, list[dict]] = defaultdict(list)
-    for record in read_records(folder / RESULTS_FILE):
+    records, run["_left_out"] = mark_rounds(read_records(folder / RESULTS_FILE), leave_out_flagged)
+    for record in records:
         if record.get("kind") == "measurement" and record.get("status") == "ok":
             cases[case_key(record)].append(record)
     if not cases:
@@ -79,16 +83,23 @@ def load_run(folder: Path) -> tuple[dict, dict[tuple, list[dict]]]:
     return run, cases
 
 
-def compared_cases(old: dict, new: dict, floor: float = MIN_EFFECT) -> list[dict]:
+def case_name(key: tuple) -> str:
+    """A case as `make aa` names its run-to-run spread: stack, scenario, connections, tool."""
+    stack, scenario, connections, tool = key[:4]
+    return f"{stack} {scenario} c={connections} {tool}"
+
+
+def compared_cases(old: dict, new: dict, spread: RunToRun = WITHIN) -> list[dict]:
     """Each case found in both runs with its medians, ratio, interval and verdict,
-    judged together (report/change.py)."""
+    judged together (core/change.py), and its sides' flagged rounds."""
     found = []
     for key in sorted(set(old) & set(new), key=str):
         (before, source_a), (after, source_b) = rps_samples(old[key]), rps_samples(new[key])
         if before and after and statistics.median(before) > 0:
-            found.append((key, Samples(before, after, source_a == source_b == ROUNDS),
+            rounds = source_a == source_b == ROUNDS
+            found.append((key, Samples(before, after, rounds, spread.sd(case_name(key))),
                           f"{len(before)} / {len(after)} ({source_a} / {source_b})"))  # fmt: skip
-    judged = judge_all([samples for _, samples, _ in found], floor)
+    judged = judge_all([samples for _, samples, _ in found])
     cases = []
     for (key, samples, counted), difference in zip(found, judged, strict=True):
         stack, scenario, connections, tool, rate, quota, cores, phase = key
@@ -96,10 +107,12 @@ def compared_cases(old: dict, new: dict, floor: float = MIN_EFFECT) -> list[dict
         shown += f" ({phase})" if phase != "measure" else ""
         cases.append({
             "stack": stack, "scenario": scenario, "connections": connections, "tool": shown,
-            "label": f"{scenario} c={connections} {shown}",
+            "label": f"{scenario} c={connections} {shown}", "name": case_name(key),
             "old": statistics.median(samples.old), "new": statistics.median(samples.new),
             "ratio": difference.ratio, "interval": difference.interval,
             "verdict": difference.text, "change": difference.verdict, "samples": counted,
+            "limit": difference.limit,
+            "flagged": f"{flags_text(old[key]) or '-'}; {flags_text(new[key]) or '-'}",
         })  # fmt: skip
     return cases
 
@@ -110,7 +123,7 @@ def case_cells(case: dict) -> list[str]:
         case["stack"], case["scenario"], str(case["connections"]), case["tool"],
         f"{case['old']:,.0f}", f"{case['new']:,.0f}", f"{case['ratio']:.3f}",
         f"{interval[0]:.3f} - {interval[1]:.3f}" if interval else "-",
-        case["verdict"], case["samples"],
+        case["verdict"], case["samples"], case["flagged"],
     ]  # fmt: skip
 
 
@@ -158,6 +171,8 @@ class Comparison:
     gone: list[str]
     added: list[str]
     noise: str  # what A/A runs on this host showed
+    unit: str  # one invocation or separate runs, and the run-to-run spread used
+    left_out: str  # the flagged rounds left out, or ""
 
     @property
     def rows(self) -> list[list[str]]:
@@ -169,42 +184,55 @@ class Comparison:
         return ", ".join(f"{verdicts.count(kind)} {kind}" for kind in VERDICTS)
 
 
-def compare(old_folder: Path, new_folder: Path, out_root: Path) -> Path:
+def compare(old_folder: Path, new_folder: Path, out_root: Path,
+            leave_out_flagged: bool = False) -> Path:  # fmt: skip
     """Write the comparison; returns its folder. Raises CompareError."""
-    old_run, old_cases = load_run(old_folder)
-    new_run, new_cases = load_run(new_folder)
+    old_run, old_cases = load_run(old_folder, leave_out_flagged)
+    new_run, new_cases = load_run(new_folder, leave_out_flagged)
     old_cases, new_cases = settings_of_the_run(old_cases), settings_of_the_run(new_cases)
-    noise = host_noise(out_root, new_run)
-    floor = max(MIN_EFFECT, noise["floor"]) if noise else MIN_EFFECT
+    spread = run_to_run(out_root, old_run, new_run)
+    left_out = old_run["_left_out"] + new_run["_left_out"]
     result = Comparison(
         f"serverlab comparison: {old_folder.name} -> {new_folder.name}",
-        compared_cases(old_cases, new_cases, floor), differences(old_run, new_run),
-        only_in(old_cases, new_cases), only_in(new_cases, old_cases), noise_line(noise),
+        compared_cases(old_cases, new_cases, spread), differences(old_run, new_run),
+        only_in(old_cases, new_cases), only_in(new_cases, old_cases),
+        noise_line(host_noise(out_root, new_run)), f"The unit: {spread.source}.",
+        f"{left_out} flagged rounds left out (FLAGGED=leave-out)." if leave_out_flagged else "",
     )  # fmt: skip
     folder = out_root / f"compare-{old_folder.name}-vs-{new_folder.name}"
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "compare.md").write_text(markdown(result, floor))
-    (folder / "compare.html").write_text(page(result, floor, ratio_chart(result.cases)))
+    (folder / "compare.md").write_text(markdown(result))
+    (folder / "compare.html").write_text(page(result, ratio_chart(result.cases)))
     return folder
 
 
-def note(floor: float) -> str:
-    return (
-        "new/old is the ratio of the rounds' geometric means, with its 95% interval (Welch's t on "
-        "log requests/s). A case is a regression or an improvement only when the test says so "
-        "after the correction for testing every case at once (Benjamini-Hochberg, q < 0.05) and "
-        f"the change is beyond the noise floor ({floor:.0%}: how far two runs of the same thing "
-        "drift apart here); a change beyond the floor that the rounds cannot confirm is 'cannot "
-        "tell', with the rounds that would tell. A one-round side has only the windows of its "
-        "run, which do not show run-to-run noise: its change is shown, not tested."
-    )
+NOTE = (
+    "new/old is the ratio of the rounds' geometric means, with its 95% interval (Welch's t on "
+    "log requests/s, with each side's run-to-run spread when the runs are separate). A case is "
+    "a regression or an improvement only when the test says so after the correction for "
+    "testing every case at once (Benjamini-Hochberg, q < 0.05) and the change is beyond the "
+    f"{MIN_EFFECT:.0%} floor; a change beyond the floor that the rounds cannot confirm is "
+    "'cannot tell'. Beside every verdict that is not a change: the smallest change this "
+    "comparison would detect with 80% power at its noise and rounds, at the significance the "
+    f"correction would have asked of it, and at {MORE_ROUNDS} rounds a side. A side of fewer than "
+    f"{MIN_ROUNDS} rounds is shown, not tested. 'flagged rounds' counts each side's rounds "
+    "that carry a flag (COLD, DRIFTED, NOT-STEADY, client-bound...; docs/methodology.md); "
+    "FLAGGED=leave-out compares without them."
+)
 
 
-def markdown(result: Comparison, floor: float) -> str:
+def heads(result: Comparison) -> list[str]:
+    """The sentences above the table: the rule, the unit, what A/A showed, what was left out."""
+    return [line for line in (NOTE, result.unit, result.noise, result.left_out) if line]
+
+
+def markdown(result: Comparison) -> str:
     rows = result.rows
     changes, gone, added = result.changes, result.gone, result.added
-    out = [f"# {result.title}", "", note(floor), "", result.noise, "",
-           f"{len(rows)} cases in both runs: {result.counts}.", ""]  # fmt: skip
+    out = [f"# {result.title}", ""]
+    for line in heads(result):
+        out += [line, ""]
+    out += [f"{len(rows)} cases in both runs: {result.counts}.", ""]
     out += ["| " + " | ".join(HEAD) + " |", "|" + " --- |" * len(HEAD)]
     out += ["| " + " | ".join(row) + " |" for row in rows]
     out += ["", "## What changed between the runs", ""]
@@ -215,7 +243,7 @@ def markdown(result: Comparison, floor: float) -> str:
     return "\n".join(out) + "\n"
 
 
-def page(result: Comparison, floor: float, chart: dict | None) -> str:
+def page(result: Comparison, chart: dict | None) -> str:
     title, rows, changes = result.title, result.rows, result.changes
     gone, added = result.gone, result.added
 
@@ -233,8 +261,8 @@ def page(result: Comparison, floor: float, chart: dict | None) -> str:
     figures = [chart] if chart else []
     return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">{OFFLINE_META}<title>'
             f"{html.escape(title)}</title><style>{style}</style></head><body>"
-            f"<h1>{html.escape(title)}</h1><p>{html.escape(note(floor))}</p>"
-            f"<p>{html.escape(result.noise)}</p>"
+            f"<h1>{html.escape(title)}</h1>"
+            + "".join(f"<p>{html.escape(line)}</p>" for line in heads(result)) +
             f"<p>{len(rows)} cases in both runs: {html.escape(result.counts)}.</p>"
             + "".join(chart_div(figure) for figure in figures) + table(HEAD, rows) + f"<h2>What changed between the runs</h2><ul>{items}</ul>"
             + (f"<h2>Cases in one run only</h2><ul>{one_side}</ul>" if one_side else "")

@@ -1,32 +1,55 @@
-"""The leaderboard: per scenario and connection level, stacks ranked by median
-requests/s with a 95% interval, what limited each figure, and whether the gap
-to the next stack is more than noise.
+"""The leaderboard: per scenario and connection level, stacks ranked by the
+statistic `make compare` tests (the geometric mean of their rounds), with the
+median requests/s and its 95% interval, what limited each figure, which rounds
+carry a flag, and whether the gap to the next stack is more than noise.
 
-The gap obeys `make compare`'s rules (report/change.py): only rounds are
-tested, Welch's t-test on log requests/s between the two stacks' rounds,
-Benjamini-Hochberg over every gap of the report, and a gap smaller than the
-noise floor is "within noise" however small its p. The ceiling is shown
-under the ranking, unranked.
+The gap is `make compare`'s verdict on the pair (core/change.py, through
+`gap_samples`): both stacks are rounds of one invocation, so no run-to-run
+spread enters; every gap of the report is corrected together. The ceiling is
+shown under the ranking, unranked.
 """
 
 from __future__ import annotations
 
-from loadtest.report.change import CANNOT_TELL, NO_CHANGE, NOT_TESTED, Samples, judge_all
+from loadtest.core.change import (
+    CANNOT_TELL,
+    MIN_EFFECT,
+    MIN_ROUNDS,
+    MORE_ROUNDS,
+    NO_CHANGE,
+    NOT_TESTED,
+    Samples,
+    central,
+    judge_all,
+)
+from loadtest.report.flags import JIT_UNREAD, count_flags
 from loadtest.report.samples import ROUNDS
 
 LEADERBOARD_HEAD = ["#", "stack", "req/s (median)", "95% interval", "limited by", "p99 ms",
-                    "errors", "gap to next"]  # fmt: skip
+                    "errors", "flagged rounds", "gap to next"]  # fmt: skip
 LEADERBOARD_NOTE = (
-    "Ranked by median requests/s (closed loop). The 95% interval is a bootstrap of the "
+    "Ranked by the geometric mean of the rounds' requests/s (closed loop), the figure the gap "
+    "tests; the median is shown. The 95% interval is a bootstrap of the "
     "median over the rounds (REPEAT >= 2), or over the quarter-second windows of the one "
     "run, which are not independent and give a narrower interval: the caption says which. "
-    "'gap to next' tells whether this stack is faster than the next one down beyond noise, "
-    "by the rules of make compare: Welch's t on log requests/s over the rounds, corrected for "
-    "every gap of the report at once (Benjamini-Hochberg, q < 0.05), and only beyond the noise "
-    "floor (10%); with one round it is not tested (windows of one run do not show run-to-run "
-    "noise). "
+    "'gap to next' is make compare's verdict on this stack against the next one down: Welch's "
+    f"t on log requests/s over the rounds ({MIN_ROUNDS} or more a side), corrected for every "
+    f"gap of the report at once (Benjamini-Hochberg, q < 0.05), only beyond the {MIN_EFFECT:.0%} "
+    "floor, and where it is not called, the smallest gap these rounds would detect with 80% "
+    f"power and what {MORE_ROUNDS} rounds would. Fewer rounds are not tested (windows of one "
+    "run do not show run-to-run noise). 'flagged rounds' counts the rounds carrying a flag "
+    f"(COLD, DRIFTED, NOT-STEADY, client-bound...) and those where the {JIT_UNREAD}; "
+    "FLAGGED=leave-out ranks without the flagged ones. "
     "A figure marked (?) was limited by neither side and is not the stack's capacity."
 )
+
+
+def leaderboard_note(run: dict) -> str:
+    """The note, with how many flagged rounds were left out when FLAGGED=leave-out."""
+    left_out = run.get("_flagged_left_out")
+    if left_out is None:
+        return LEADERBOARD_NOTE
+    return LEADERBOARD_NOTE + f" FLAGGED=leave-out: {left_out} flagged rounds left out."
 
 
 def board_key(row: dict) -> tuple:
@@ -42,30 +65,48 @@ def ranked_rows(rows: list[dict]) -> dict[tuple, list[dict]]:
             continue
         boards.setdefault(board_key(row), []).append(row)
     for board in boards.values():
-        board.sort(key=lambda r: (r["ceiling"], -r["rps_median"]))
+        board.sort(key=lambda r: (r["ceiling"], -rank_figure(r)))
     return dict(sorted(boards.items(), key=lambda item: str(item[0])))
+
+
+def rank_figure(row: dict) -> float:
+    """The figure a row is ranked by: what the gap tests (core/change.py `central`)."""
+    samples = row.get("_rps_samples")
+    rounds = row.get("rps_ci_source") == ROUNDS
+    return central(samples) if samples and rounds else row["rps_median"]
+
+
+def gap_samples(slower: dict, faster: dict) -> Samples:
+    """One gap as `make compare` sees a case: the slower stack 'old', the faster 'new',
+    rounds of one invocation."""
+    rounds = faster.get("rps_ci_source") == slower.get("rps_ci_source") == ROUNDS
+    slow = slower.get("_rps_samples") or [slower["rps_median"]]
+    fast = faster.get("_rps_samples") or [faster["rps_median"]]
+    return Samples(slow, fast, rounds)
+
+
+def gap_pairs(boards: dict[tuple, list[dict]]) -> list[tuple[dict, dict]]:
+    """(faster row, next one down) for every gap of the report, in order."""
+    pairs = []
+    for board in boards.values():
+        stacks = [r for r in board if not r["ceiling"]]
+        pairs += list(zip(stacks, stacks[1:], strict=False))
+    return pairs
 
 
 def gaps(boards: dict[tuple, list[dict]]) -> dict[tuple[int, int], str]:
     """(id of the faster row, id of the next one down) -> the gap's verdict, every gap of
     the report judged together."""
-    pairs, samples = [], []
-    for board in boards.values():
-        stacks = [r for r in board if not r["ceiling"]]
-        for faster, slower in zip(stacks, stacks[1:], strict=False):
-            rounds = faster.get("rps_ci_source") == slower.get("rps_ci_source") == ROUNDS
-            pairs.append((id(faster), id(slower)))
-            slow = slower.get("_rps_samples") or [slower["rps_median"]]
-            fast = faster.get("_rps_samples") or [faster["rps_median"]]
-            samples.append(Samples(slow, fast, rounds))
-    judged = judge_all(samples)
-    return {pair: gap_text(difference) for pair, difference in zip(pairs, judged, strict=True)}
+    pairs = gap_pairs(boards)
+    judged = judge_all([gap_samples(slower, faster) for faster, slower in pairs])
+    return {(id(faster), id(slower)): gap_text(difference)
+            for (faster, slower), difference in zip(pairs, judged, strict=True)}  # fmt: skip
 
 
 def gap_text(difference) -> str:
     """A gap in the leaderboard's words: the faster stack is 'new', the slower 'old'."""
     if difference.verdict == NOT_TESTED:
-        return "not tested (one round: REPEAT >= 2)"
+        return f"not tested ({difference.detail})"
     if difference.verdict == NO_CHANGE:
         return f"within noise ({difference.detail})"
     if difference.verdict == CANNOT_TELL:
@@ -107,7 +148,16 @@ def leaderboards(rows: list[dict], limited_by, mark) -> list[tuple[str, list[lis
                 limited_by(row),
                 f"{p99:.2f}" if p99 is not None else "-",
                 str(row.get("errors_total") or 0),
+                flagged_rounds(row),
                 gap_of[(id(row), id(following))] if following else "-",
             ])  # fmt: skip
         tables.append((caption(key, board), cells))
     return tables
+
+
+def flagged_rounds(row: dict) -> str:
+    """'COLD 1/3, JIT signal never arrived 3/3' from the flags of the row's samples."""
+    per_sample = row.get("_rps_flags") or []
+    if row.get("rps_ci_source") != ROUNDS:
+        per_sample = per_sample[:1]  # the windows of one run share its record's flags
+    return count_flags(per_sample) or "-"

@@ -1,18 +1,25 @@
 """A/A evidence on disk: results/aa-<first>-<last>/aa.json, written by `make aa`,
 read by `make compare` to print the false-alarm rate measured on the same host
-and to raise the noise floor to the one measured there.
+and to take the run-to-run spread of each case (core/change.py, rule 3).
 
 A host is the same when its CPU model and its number of cores are: the noise
-of a 2-core VM says nothing of a 64-core server's.
+of a 2-core VM says nothing of a 64-core server's. A run-to-run spread is
+taken only from A/A runs of the same settings (MATCHED_ON): a 2-s round at 16
+connections does not spread like a 10-s one at 256.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
+
+from loadtest.core.change import DEFAULT_RUN_TO_RUN_SD
 
 AA_FILE = "aa.json"
 AA_PREFIX = "aa-"
+# The knobs an A/A's run-to-run spread must share with the runs it is used for.
+MATCHED_ON = ("profile", "repeat", "duration", "connections")
 
 
 def host_identity(run: dict) -> tuple:
@@ -20,8 +27,25 @@ def host_identity(run: dict) -> tuple:
     return host.get("cpu_model"), host.get("cores_logical")
 
 
-def host_noise(results_root: Path, run: dict) -> dict | None:
-    """The newest A/A summary measured on the host of `run`, or None."""
+def matched_settings(run: dict) -> dict:
+    knobs = run.get("knobs") or {}
+    return {knob: knobs.get(knob) for knob in MATCHED_ON}
+
+
+def settings_text(settings: dict) -> str:
+    return " ".join(f"{knob.upper()}={value}" for knob, value in settings.items())
+
+
+def same_invocation(old_run: dict, new_run: dict) -> bool:
+    """Whether two sides come from one invocation of the harness (rounds interleaved in
+    one plan): the same run id, start time and host."""
+    return bool(old_run.get("run_id")) and all(
+        old_run.get(fact) == new_run.get(fact) for fact in ("run_id", "started_at")
+    ) and host_identity(old_run) == host_identity(new_run)
+
+
+def aa_summaries(results_root: Path, run: dict) -> list[dict]:
+    """Every A/A summary measured on the host of `run`, newest first."""
     wanted = host_identity(run)
     found = []
     for path in results_root.glob(f"{AA_PREFIX}*/{AA_FILE}"):
@@ -30,11 +54,50 @@ def host_noise(results_root: Path, run: dict) -> dict | None:
         except (OSError, ValueError):
             continue
         if tuple(data.get("host_identity") or ()) == wanted:
-            found.append((data.get("written_at", ""), path.parent.name, data))
-    if not found:
-        return None
-    _, folder, data = max(found, key=lambda item: (item[0], item[1]))
-    return {**data, "folder": folder}
+            found.append({**data, "folder": path.parent.name})
+    return sorted(found, key=lambda d: (d.get("written_at", ""), d["folder"]), reverse=True)
+
+
+def host_noise(results_root: Path, run: dict) -> dict | None:
+    """The newest A/A summary measured on the host of `run`, or None."""
+    found = aa_summaries(results_root, run)
+    return found[0] if found else None
+
+
+@dataclass(frozen=True)
+class RunToRun:
+    """Each side's run-to-run spread (sd of log requests/s of a run's offset) per case."""
+
+    same_invocation: bool
+    pooled: float  # for a case the A/A did not measure
+    source: str  # where the figures come from, in words
+    by_case: dict[str, float] = field(default_factory=dict)
+
+    def sd(self, case_name: str) -> float:
+        return 0.0 if self.same_invocation else self.by_case.get(case_name, self.pooled)
+
+
+WITHIN = RunToRun(True, 0.0, "both sides are rounds of one invocation: they share its "
+                  "run-to-run offset, which cancels")  # fmt: skip
+
+
+def run_to_run(results_root: Path, old_run: dict, new_run: dict) -> RunToRun:
+    """The run-to-run term of a comparison: none within one invocation; across runs the
+    newest A/A of the same host kind and settings (MATCHED_ON), else the stated default."""
+    if same_invocation(old_run, new_run):
+        return WITHIN
+    settings = matched_settings(new_run)
+    for aa in aa_summaries(results_root, new_run):
+        measured = aa.get("run_to_run")
+        if measured and measured.get("matched_on") == settings == matched_settings(old_run):
+            return RunToRun(False, measured["pooled"], (
+                f"separate runs: each side's run-to-run spread per case as `make aa` measured it "
+                f"on this host kind with {settings_text(settings)} ({aa['folder']}; "
+                f"{measured['pooled']:.1%} for a case it did not measure)"), measured["by_case"])
+    return RunToRun(False, DEFAULT_RUN_TO_RUN_SD, (
+        f"separate runs: no `make aa` of this host kind with {settings_text(settings)}, so each "
+        f"side carries the default run-to-run spread of {DEFAULT_RUN_TO_RUN_SD:.0%} (sd of log "
+        "requests/s), a default, not a measurement"))  # fmt: skip
 
 
 def noise_line(noise: dict | None) -> str:
@@ -48,6 +111,6 @@ def noise_line(noise: dict | None) -> str:
         f"A/A runs on this host ({noise['folder']}: {noise['pairs']} pairs of "
         f"{len(noise['runs'])} runs, {noise['knobs_text']}): "
         f"{noise['changes_called']} of {noise['cases_compared']} case comparisons called a change "
-        f"({noise['false_alarm_rate']:.1%}) with the same rules; 95% of their differences within "
+        f"({noise['false_alarm_rate']:.1%}); 95% of their differences within "
         f"{noise['floor']:.1%}."
     )

@@ -7,9 +7,9 @@ import html
 from pathlib import Path
 
 from loadtest.report.charts import ordered_scenarios
-from loadtest.report.flags import flag_notes, row_flags
+from loadtest.report.flags import JIT_UNREAD, flag_notes, row_flags
 from loadtest.report.interactive import OFFLINE_META, chart_div, scripts
-from loadtest.report.leaderboard import LEADERBOARD_HEAD, LEADERBOARD_NOTE, leaderboards
+from loadtest.report.leaderboard import LEADERBOARD_HEAD, leaderboard_note, leaderboards
 from loadtest.report.sustainable import SLO_HEAD, SLO_NOTE, slo_tables
 
 CO_NOTE = (
@@ -95,6 +95,8 @@ def table_cells(row: dict) -> list[str]:
     if row.get("shared_cores"):
         flags.append("SHARED CORES")
     flags += row_flags(row)
+    if row.get("_jit_unread_runs"):
+        flags.append(f"{JIT_UNREAD} ({row['_jit_unread_runs']}/{row['runs']})")
     cv = f"{row['rps_cv'] * 100:.1f}%" if row["rps_cv"] is not None else "-"
     share = f"{row['share_of_ceiling'] * 100:.0f}%" if row["share_of_ceiling"] else "-"
     if row.get("ceiling_invalid"):
@@ -287,7 +289,7 @@ def markdown(rows: list[dict], outcomes: dict, run: dict, charts: dict[str, list
     out = [f"# serverlab results: {run.get('run_id', '')}", ""]
     ranked = boards(rows)
     if ranked:
-        out += ["## Leaderboard", "", LEADERBOARD_NOTE]
+        out += ["## Leaderboard", "", leaderboard_note(run)]
         for title, cells in ranked:
             out += ["", f"### {title}", "", md_table(LEADERBOARD_HEAD, cells)]
         out += ["", "## This run", ""]
@@ -385,7 +387,7 @@ def html_report(rows: list[dict], outcomes: dict, run: dict, charts: dict[str, l
     ranked = boards(rows)
     if ranked:
         body.append("<h2>Leaderboard</h2>")
-        body.append(f"<p>{html.escape(LEADERBOARD_NOTE)}</p>")
+        body.append(f"<p>{html.escape(leaderboard_note(run))}</p>")
         for caption, cells in ranked:
             body.append(f"<h3>{html.escape(caption)}</h3>")
             body.append(_html_table(LEADERBOARD_HEAD, cells,

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from loadtest.core.stats import bootstrap_ci, summarize
 from loadtest.measure.tools.base import ERROR_KINDS, PERCENTILES, latency_key
+from loadtest.report.flags import FLAGS, drifted_instances, jit_unread, record_flags
 from loadtest.report.samples import figure_statistic, rps_samples
 
 LATENCY_KEYS = ["mean", "stdev", *[latency_key(p) for p in PERCENTILES], "max"]
@@ -65,17 +66,6 @@ def _max(values):
 
 def _round(value, digits=3):
     return None if value is None else round(value, digits)
-
-
-def instance_key(record: dict) -> tuple:
-    """The stack instance a record was measured on (one start of the server)."""
-    return (record["stack"], record.get("repetition"), record.get("cpu_quota"),
-            record.get("server_cores"))  # fmt: skip
-
-
-def drifted_instances(records: list[dict]) -> dict[tuple, dict]:
-    """The instances whose first case, measured again at their end, had changed (DRIFTED)."""
-    return {instance_key(r): r for r in records if r.get("kind") == "recheck" and r.get("drifted")}
 
 
 def measurement_rows(records: list[dict]) -> list[dict]:
@@ -166,12 +156,9 @@ def aggregate(group: list[dict], drifted: dict[tuple, dict] | None = None) -> di
     row.update(verdict_columns(ok))
     row["server_cpu_active_pct"] = _round(_median(r["server"].get("cpu_active_pct") for r in ok), 1)
     row["little_ratio"] = _round(_median(r.get("little_ratio") for r in ok), 3)
-    row["not_steady_runs"] = sum(1 for r in ok if r.get("not_steady"))
-    row["uneven_runs"] = sum(1 for r in ok if r.get("uneven"))
-    row["reconnect_runs"] = sum(1 for r in ok if r.get("reconnects"))
-    row["cold_runs"] = sum(1 for r in ok if r.get("jit_cold"))
-    row["drifted_runs"] = sum(1 for r in ok if instance_key(r) in (drifted or {}))
-    row["stalled_runs"] = sum(1 for r in ok if r.get("cause") == "stall")
+    for flag in FLAGS:
+        row[flag.column] = sum(1 for r in ok if flag.applies(r, drifted or {}))
+    row["_jit_unread_runs"] = sum(1 for r in ok if jit_unread(r))
     row["jit_last_window_ms"] = _max(r.get("jit_last_window_ms") for r in ok)
     row["drift"] = _round(_median(r.get("drift") for r in ok), 4)
     row["warmup_s"] = _round(_max(r.get("warmup_s") for r in ok), 1)
@@ -183,17 +170,19 @@ def aggregate(group: list[dict], drifted: dict[tuple, dict] | None = None) -> di
     for key in TTFB_KEYS:  # measured apart from the load: also after a failed load
         row[key] = _round(_median(r.get(key) for r in group), 3)
     row.update(slo_columns(ok))
-    row.update(interval_columns(ok, row["rps_median"]))
+    row.update(interval_columns(ok, row["rps_median"], drifted or {}))
     row.update(efficiency_columns(row))
     return row
 
 
-def interval_columns(ok: list[dict], figure: float | None) -> dict:
+def interval_columns(ok: list[dict], figure: float | None, drifted: dict) -> dict:
     """95% bootstrap interval of the figure's own statistic (report/samples.py says over
-    what: the median of rounds, the mean of one run's windows); `_rps_samples` stays in
-    the row for the leaderboard's significance test. An interval that leaves its figure
-    out says so (`rps_ci_note`)."""
+    what: the median of rounds, the mean of one run's windows); `_rps_samples` and each
+    sample's flags (`_rps_flags`) stay in the row for the leaderboard's test. An interval
+    that leaves its figure out says so (`rps_ci_note`)."""
     samples, source = rps_samples(ok)
+    flags = ([record_flags(r, drifted) for r in ok] if len(samples) == len(ok)
+             else [record_flags(ok[0], drifted)] * len(samples) if ok else [])  # fmt: skip
     interval = bootstrap_ci(samples, statistic=figure_statistic(source))
     note = ""
     if interval and figure is not None and not interval[0] <= figure <= interval[1]:
@@ -205,6 +194,7 @@ def interval_columns(ok: list[dict], figure: float | None) -> dict:
         "rps_ci_source": source if interval else "",
         "rps_ci_note": note,
         "_rps_samples": samples,
+        "_rps_flags": flags,
     }
 
 

@@ -1,9 +1,10 @@
-"""The leaderboard ranks by median, says what limited each figure, and calls a gap
-significant only when the data can tell (report/leaderboard.py, report/samples.py)."""
+"""The leaderboard ranks by the statistic its gap tests, says what limited each figure,
+and calls a gap significant only when the data can tell (report/leaderboard.py,
+report/samples.py; the gap's rule is core/change.py's)."""
 
 from __future__ import annotations
 
-from loadtest.report.leaderboard import leaderboards, ranked_rows
+from loadtest.report.leaderboard import LEADERBOARD_HEAD, leaderboards, ranked_rows
 from loadtest.report.samples import ROUNDS, WINDOWS, rps_samples
 from loadtest.report.summary import measurement_rows
 
@@ -20,6 +21,9 @@ def record(stack: str, rps: float, repetition: int = 1, windows=None, ceiling=Fa
     }  # fmt: skip
 
 
+GAP = LEADERBOARD_HEAD.index("gap to next")
+
+
 def board(records: list[dict]) -> list[list[str]]:
     rows = measurement_rows(records)
     ((_, cells),) = leaderboards(rows, lambda r: r["verdict"], lambda r: "")
@@ -31,30 +35,34 @@ def test_rounds_far_apart_rank_and_are_significant_by_intervals():
     records += [record("slow", v, i) for i, v in enumerate([500, 505, 495], 1)]
     cells = board(records)
     assert [c[1] for c in cells] == ["fast", "slow"]
-    assert cells[0][7].startswith("significant (q")  # Welch's t: possible at 3 rounds each
-    assert cells[1][7] == "-"
+    assert cells[0][GAP].startswith("significant (q")  # Welch's t: possible at 3 rounds each
+    assert cells[1][GAP] == "-"
 
 
 def test_overlapping_rounds_are_within_noise():
     records = [record("a", v, i) for i, v in enumerate([1000, 900, 1100], 1)]
     records += [record("b", v, i) for i, v in enumerate([980, 1050, 920], 1)]
-    assert board(records)[0][7] == "within noise (within the 10% noise floor)"
+    gap = board(records)[0][GAP]
+    assert gap.startswith("within noise (within the 10% floor; at this noise 3 rounds a side detect")
 
 
 def test_a_gap_beyond_the_floor_that_three_rounds_cannot_confirm_says_so():
     records = [record("a", v, i) for i, v in enumerate([1300, 900, 1500], 1)]
     records += [record("b", v, i) for i, v in enumerate([1000, 1150, 850], 1)]
-    gap = board(records)[0][7]
-    assert gap.startswith("cannot tell (q=") and "rounds a side would tell" in gap
+    gap = board(records)[0][GAP]
+    assert gap.startswith("cannot tell (q=") and "3 rounds a side detect" in gap and "10 rounds" in gap
 
 
 def test_one_round_is_not_tested_and_a_close_pair_is_within_noise():
     fast = [record("fast", 1000.0)] + [record("slow", v, i) for i, v in enumerate([500, 505], 1)]
-    assert board(fast)[0][7] == "not tested (one round: REPEAT >= 2)"
+    assert board(fast)[0][GAP] == "not tested (windows of one run, not rounds: REPEAT >= 3)"
+    two = [record("fast", v, i) for i, v in enumerate([1000, 1010], 1)]
+    two += [record("slow", v, i) for i, v in enumerate([500, 505], 1)]
+    assert board(two)[0][GAP] == "not tested (2 rounds on a side: REPEAT >= 3)"  # as compare
     near = [record("a", v, i) for i, v in enumerate([1000, 1010, 990, 1005, 995], 1)]
     near += [record("b", v, i) for i, v in enumerate([960, 965, 955, 962, 958], 1)]
     # 4% apart with almost no spread: significant by the test, under the 10% floor.
-    assert board(near)[0][7] == "within noise (within the 10% noise floor)"
+    assert board(near)[0][GAP].startswith("within noise (within the 10% floor;")
 
 
 def test_one_round_takes_its_intervals_from_the_windows_of_the_run():
