@@ -1,0 +1,1 @@
+//! Nothing but the benchmark in benches/contract.rs.
