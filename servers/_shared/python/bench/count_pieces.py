@@ -64,6 +64,8 @@ def pieces():
     return [
         ("query n=1: parse_qsl + dict of lists", lambda: old.n_from_query("n=1")),
         ("query_value", lambda: valid_n(query_value("n=1", "n", InvalidN))),
+        ("query n=%31: parse_qsl + dict of lists", lambda: old.n_from_query("n=%31")),
+        ("query_value, ASCII escape table", lambda: valid_n(query_value("n=%31", "n", InvalidN))),
         ("query at=: parse_qsl + dict of lists", lambda: old.query_values("at=" + at).get("at")),
         ("query_value", lambda: query_value("at=" + at, "at", InvalidAt)),
         ("n '1': regex + int", lambda: old.parse_n("1")),
