@@ -190,31 +190,48 @@ def drifted(first_rps: float, again_rps: float, window_sd: float | None,
             host_changes: list[float]) -> bool:  # fmt: skip
     """Whether an instance's first case, measured again after its last, changed pace.
 
-    A drift is a change beyond MIN_EFFECT and beyond 1.96 times the spread the
-    re-check would show anyway: the sd of log of the instance's own windows (how
-    its pace swings within one run) and that of the ceiling's re-checks in the same
-    run (`host_changes`, each again/first - 1: how far the host moved between an
-    instance's start and end; DEFAULT_RECHECK_SD when the run has none). Few ceiling
-    re-checks make the host's share rough; the normal quantile keeps it usable.
+    A drift is a change beyond MIN_EFFECT and beyond what the re-check would show
+    anyway: the sd of log of the instance's own windows (how its pace swings within
+    one run) combined with that of the ceiling's re-checks in the same run
+    (`host_changes`, each again/first - 1: how far the host moved between an
+    instance's start and end), times Student's t at as many degrees of freedom as
+    there are such re-checks (a spread read from three re-checks is rough, and the
+    test says so by asking more). Without one, DEFAULT_RECHECK_SD, taken as known.
     """
     if first_rps <= 0 or again_rps <= 0:
         return first_rps > 0
     change = math.log(again_rps / first_rps)
     spread = math.sqrt((window_sd or 0.0) ** 2 + recheck_spread(host_changes) ** 2)
-    return abs(math.exp(change) - 1) >= MIN_EFFECT and abs(change) > t_quantile(
-        1 - SIGNIFICANCE / 2, math.inf) * spread
+    read_from = len(recheck_logs(host_changes)) or math.inf
+    beyond = abs(change) > t_quantile(1 - SIGNIFICANCE / 2, read_from) * spread
+    return beyond and abs(math.exp(change) - 1) >= MIN_EFFECT
+
+
+def recheck_logs(host_changes: list[float]) -> list[float]:
+    return [math.log(1 + c) for c in host_changes if c is not None and c > -1]
 
 
 def recheck_spread(host_changes: list[float]) -> float:
     """The sd of log of the host's re-check changes (root mean square: their expected
     change is none), or DEFAULT_RECHECK_SD without one."""
-    logs = [math.log(1 + c) for c in host_changes if c is not None and c > -1]
+    logs = recheck_logs(host_changes)
     if not logs:
         return DEFAULT_RECHECK_SD
     return math.sqrt(statistics.fmean(x * x for x in logs))
 
 
+# For a normal spread, the median absolute difference of two successive windows is this
+# many standard deviations: 0.6745 (the median of |z|) times the square root of 2.
+MEDIAN_STEP_PER_SD = 0.6745 * math.sqrt(2)
+
+
 def window_spread(rates: list[float]) -> float | None:
-    """The sd of log of one run's window rates (how its pace swings within a run)."""
+    """How much one run's pace swings from window to window: the sd of log of its window
+    rates, from the median absolute difference of successive windows, so that neither a
+    climb across the run (a cold start) nor one step in it (an instance switching state
+    mid-run) is counted as its noise."""
     logs = log_values(rates)
-    return statistics.stdev(logs) if len(logs) >= 2 else None
+    if len(logs) < 2:
+        return None
+    steps = [abs(b - a) for a, b in zip(logs, logs[1:], strict=False)]
+    return statistics.median(steps) / MEDIAN_STEP_PER_SD

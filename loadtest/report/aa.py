@@ -63,7 +63,7 @@ def analyse(folders: list[Path], out_root: Path, leave_out_flagged: bool = False
             "old": folders[i].name, "new": folders[j].name,
             "cases": len(cases),
             "called": [f"{c['stack']} {c['label']}: {c['verdict']} ({c['ratio']:.3f})"
-                       for c in cases if c["change"] in (REGRESSION, IMPROVEMENT)],
+                       for c in cases if c["is_change"]],
             "ratios": [round(c["ratio"], 4) for c in cases],
             "differences": differences(old_run, new_run),
             "run_to_run_used": spread.source,

@@ -2,10 +2,12 @@
 
 Per stack x scenario x connections (x tool, rate, phase, and quota and server
 cores when a run sweeps them) found in both runs: the ratio new/old of the
-rounds' geometric means, its 95% interval and a verdict by the rules of
-report/change.py (Welch's t-test on log requests/s, Benjamini-Hochberg over
-the comparison's cases, a noise floor; one-round sides are shown, not
-tested). A quota or core count that is the same for every case of a run is a
+rounds' geometric means, its 95% interval and a verdict by the rule of
+core/change.py (Welch's t-test on log requests/s with each side's run-to-run
+spread when the runs are separate, Benjamini-Hochberg over the comparison's
+cases, a floor, the detection limit beside every verdict that is not a change;
+sides of fewer than three rounds are shown, not tested), and the flags of each
+side's rounds (left out with `leave_out_flagged`). A quota or core count that is the same for every case of a run is a
 setting of the run, not a case: two runs that differ in it are compared case
 by case, and the setting is listed with what changed. Then what differs
 between the runs: commit, runtime and tool versions, dependencies, knobs and
@@ -111,6 +113,7 @@ def compared_cases(old: dict, new: dict, spread: RunToRun = WITHIN) -> list[dict
             "old": statistics.median(samples.old), "new": statistics.median(samples.new),
             "ratio": difference.ratio, "interval": difference.interval,
             "verdict": difference.text, "change": difference.verdict, "samples": counted,
+            "is_change": difference.is_change,
             "limit": difference.limit,
             "flagged": f"{flags_text(old[key]) or '-'}; {flags_text(new[key]) or '-'}",
         })  # fmt: skip

@@ -48,9 +48,10 @@ FLAGS = (
          lambda r, d: bool(r.get("jit_cold"))),
     Flag("DRIFTED", "drifted_runs",
          "DRIFTED marks every case of a stack instance whose first case, measured again after "
-         f"its last, had changed by more than {MIN_EFFECT:.0%} and by more than 1.96 times the "
-         "spread of the instance's own windows and of the ceiling's re-checks in the same run "
-         "(how far the host moved meanwhile): the stack changed pace while it was measured (a "
+         f"its last, had changed by more than {MIN_EFFECT:.0%} and by more than the spread of the "
+         "instance's own windows and of the ceiling's re-checks in the same run (how far the "
+         "host moved meanwhile) allows, by Student's t: the stack changed pace while it was "
+         "measured (a "
          "JIT still compiling, a cache, a leak). The report's list of re-checks gives both "
          "figures.",
          lambda r, d: instance_key(r) in d),

@@ -11,7 +11,13 @@ from pathlib import Path
 
 from loadtest.core.stats import bootstrap_ci, summarize
 from loadtest.measure.tools.base import ERROR_KINDS, PERCENTILES, latency_key
-from loadtest.report.flags import FLAGS, drifted_instances, jit_unread, record_flags
+from loadtest.report.flags import (
+    FLAGS,
+    drifted_instances,
+    instance_key,
+    jit_unread,
+    record_flags,
+)
 from loadtest.report.samples import figure_statistic, rps_samples
 
 LATENCY_KEYS = ["mean", "stdev", *[latency_key(p) for p in PERCENTILES], "max"]
@@ -266,8 +272,9 @@ def verdict_columns(ok: list[dict]) -> dict:
 def stack_outcomes(records: list[dict]) -> dict[str, dict]:
     """The latest verify/failure/stop news per stack."""
     outcomes: dict[str, dict] = {}
+    drifted = drifted_instances(records)  # judged over the run, not as the bench went
     for record in records:
-        if record.get("kind") == "recheck" and record.get("drifted"):
+        if record.get("kind") == "recheck" and drifted.get(instance_key(record)) is record:
             outcomes.setdefault(record["stack"], {"failures": [], "unclean_stops": 0}).setdefault(
                 "drifted", []).append(recheck_text(record))  # fmt: skip
         if record.get("kind") != "stack":
