@@ -74,7 +74,11 @@ class RunToRun:
     by_case: dict[str, float] = field(default_factory=dict)
 
     def sd(self, case_name: str) -> float:
-        return 0.0 if self.same_invocation else self.by_case.get(case_name, self.pooled)
+        """The case's own spread, never below the pooled one: an estimate from a few runs
+        is rough, and the moment estimate is often none where the rounds were noisy."""
+        if self.same_invocation:
+            return 0.0
+        return max(self.by_case.get(case_name, self.pooled), self.pooled)
 
 
 WITHIN = RunToRun(True, 0.0, "both sides are rounds of one invocation: they share its "
@@ -93,7 +97,8 @@ def run_to_run(results_root: Path, old_run: dict, new_run: dict) -> RunToRun:
             return RunToRun(False, measured["pooled"], (
                 f"separate runs: each side's run-to-run spread per case as `make aa` measured it "
                 f"on this host kind with {settings_text(settings)} ({aa['folder']}; "
-                f"{measured['pooled']:.1%} for a case it did not measure)"), measured["by_case"])
+                f"{measured['pooled']:.1%}, their root mean square, for a case it did not "
+                "measure and at the least for every case)"), measured["by_case"])
     return RunToRun(False, DEFAULT_RUN_TO_RUN_SD, (
         f"separate runs: no `make aa` of this host kind with {settings_text(settings)}, so each "
         f"side carries the default run-to-run spread of {DEFAULT_RUN_TO_RUN_SD:.0%} (sd of log "
