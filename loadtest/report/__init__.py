@@ -20,13 +20,14 @@ from loadtest.report.summary import measurement_rows, stack_outcomes, write_csv
 def generate(folder: Path, leave_out_flagged: bool = False) -> list[Path]:
     """Write the run's reports; with `leave_out_flagged` (FLAGGED=leave-out), from its
     unflagged rounds only, which the leaderboard's note counts."""
-    records, left_out = mark_rounds(read_records(folder / RESULTS_FILE), leave_out_flagged)
+    whole_run = read_records(folder / RESULTS_FILE)
+    records, left_out = mark_rounds(whole_run, leave_out_flagged)
     run_path = folder / RUN_FILE
     run = json.loads(run_path.read_text()) if run_path.is_file() else {"run_id": folder.name}
     if leave_out_flagged:
         run["_flagged_left_out"] = left_out
-    rows = measurement_rows(records)
-    outcomes = stack_outcomes(records)
+    rows = measurement_rows(records, whole_run)
+    outcomes = stack_outcomes(whole_run)
     csv_path = folder / "summary.csv"
     write_csv(rows, csv_path)
     charts = all_charts(rows, records, folder / "charts")

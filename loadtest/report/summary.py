@@ -74,12 +74,14 @@ def _round(value, digits=3):
     return None if value is None else round(value, digits)
 
 
-def measurement_rows(records: list[dict]) -> list[dict]:
+def measurement_rows(records: list[dict], whole_run: list[dict] | None = None) -> list[dict]:
+    """One row per group of `records`; DRIFTED judged over `whole_run` (every record of
+    the run, also the rounds FLAGGED=leave-out took out of `records`)."""
     groups: dict[tuple, list[dict]] = defaultdict(list)
     for record in records:
         if record.get("kind") == "measurement":
             groups[group_key(record)].append(record)
-    drifted = drifted_instances(records)
+    drifted = drifted_instances(whole_run or records)
     rows = [aggregate(group, drifted) for group in groups.values()]
     attach_ceiling(rows)
     rows.sort(key=sort_key)
