@@ -83,3 +83,14 @@ def test_the_ceiling_is_shown_unranked_and_efficiency_columns_follow_the_figures
     assert x["rps_ci_low"] <= x["rps_median"] <= x["rps_ci_high"]
     assert x["rps_per_cpu_s"] == round(800 / 0.95, 1)
     assert x["rss_per_1k_conn_mb"] == round(50 / 64 * 1000, 1)
+
+
+def test_flagged_rounds_and_an_unread_jit_are_marked_beside_the_figure():
+    records = [record("jit", v, i) for i, v in enumerate([1000, 1010, 990], 1)]
+    records += [record("other", v, i) for i, v in enumerate([500, 505, 495], 1)]
+    for jit_round in records[1:3]:  # rounds 2 and 3: the compiler was never read
+        jit_round["jit_signal"] = "hotspot: no reading, so the windows alone decided"
+    records[0].update(jit_signal="hotspot", jit_cold=True)  # round 1: read, and still busy
+    records[4]["client_bound"] = True
+    cells = {c[1]: c[LEADERBOARD_HEAD.index("flagged rounds")] for c in board(records)}
+    assert cells == {"jit": "COLD 1/3, JIT signal never arrived 2/3", "other": "client-bound 1/3"}
