@@ -41,6 +41,16 @@ public final class TradingCalendar {
     }
   }
 
+  /** The first day the file knows about (its {@code # range:}). */
+  public LocalDate first() {
+    return LocalDate.ofEpochDay(firstDay);
+  }
+
+  /** The last day the file knows about (its {@code # range:}). */
+  public LocalDate last() {
+    return LocalDate.ofEpochDay(lastDay);
+  }
+
   /** Reads the calendar file at {@code path}. */
   public static TradingCalendar load(Path path) throws IOException {
     return parse(Files.readAllLines(path, StandardCharsets.UTF_8));
