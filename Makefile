@@ -43,8 +43,10 @@ NET_DELAY ?=
 NET_LOSS ?=
 RUN ?=
 RUNS ?=
-# make microbench: options for each benchmark runner (pyperf's: --rigorous, --fast; --only wsgi: for names starting so).
+# make microbench: pyperf's options for the Python benchmark (--rigorous, --fast; --only wsgi: for names
+# starting so), and the languages to run (python,go,java,node,rust; default all).
 MICROBENCH_ARGS ?=
+MICROBENCH_LANGUAGES ?=
 # Package families from the mirror (docs/offline.md): OFFLINE=1 all, OFFLINE=pypi,maven
 # some; unset, each registry is probed and one that does not answer is read from MIRROR.
 OFFLINE ?=
@@ -111,8 +113,8 @@ bench: bootstrap ## Benchmark stacks and write results/<run-id>/: make bench [PR
 	@$(HARNESS) bench $(BENCH_ARGS)
 
 .PHONY: microbench
-microbench: bootstrap ## In-process microbenchmarks of the contract libraries, per route and input shape: make microbench [MICROBENCH_ARGS=--rigorous]
-	@bash scripts/microbench.sh $(MICROBENCH_ARGS)
+microbench: bootstrap ## In-process microbenchmarks of every language's contract library, per route and input shape, one table: make microbench [MICROBENCH_LANGUAGES=go,node] [MICROBENCH_ARGS=--rigorous]
+	@MICROBENCH_LANGUAGES="$(MICROBENCH_LANGUAGES)" bash scripts/microbench.sh $(MICROBENCH_ARGS)
 
 .PHONY: hostile
 hostile: bootstrap ## Hostile input (schemathesis, raw-socket cases) against each stack: make hostile [SERVERS=gin,sanic]
