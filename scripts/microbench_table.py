@@ -10,7 +10,7 @@ library only.
 
 What each file is:
 
-- ``python-<interpreter>.json``: pyperf (``wsgi:<case>``, ``router:<case>``), each value a loop's mean;
+- ``python-<interpreter>.json``: pyperf (``wsgi:<case>``, ``router:<case>``), a value per loop;
 - ``go.txt``: ``go test -bench`` output, one line per ``-count`` round;
 - ``java.json``: JMH's ``-rf json``, one score per measured iteration;
 - ``node.json``: bench/contract-bench.js's own (best and median already);

@@ -16,8 +16,9 @@ a request, the part this package can make cheaper.
     python servers/_shared/python/bench/contract_bench.py --only wsgi:   # names starting so
 
 The routes and inputs are those of ``servers/_shared/microbench-cases.json``,
-which every language's microbenchmark reads. Any pyperf option works (``--help``). ``scripts/microbench.sh`` (``make
-microbench``) runs it on each CPython it finds. The package measured is the
+which every language's microbenchmark reads. Any pyperf option works
+(``--help``). ``scripts/microbench.sh`` (``make microbench``) runs it on each
+CPython it finds. The package measured is the
 one next to this folder, so a copy of an older tree measures that tree.
 """
 
