@@ -5,15 +5,18 @@
 #   stage NAME BUDGET_S COMMAND...   run a stage in the foreground; past its
 #                                    budget it is stopped and counted failed
 #   skip NAME REASON                 a stage that cannot run here, and why
-#   background NAME COMMAND...       start a job that later stages wait for
+#   background NAME BUDGET_S COMMAND...
+#                                    start a stage beside the ones that follow
+#                                    (one that mostly waits, or builds what a
+#                                    later stage needs); the same budget rule
 #   await NAME                       wait for it; its log is printed, and its
-#                                    time counted as its own stage
+#                                    row counts its own time, start to end
 #   stage_report                     the table; returns non-zero if one failed
 
 STAGE_LOG_DIR="${STAGE_LOG_DIR:-.build/test-logs}"
 STAGE_TABLE="${STAGE_TABLE:-.build/test-stages.tsv}"
 declare -a STAGE_ROWS=()
-declare -A BACKGROUND_PID=() BACKGROUND_START=()
+declare -A BACKGROUND_PID=() BACKGROUND_BUDGET=()
 SUITE_START=$SECONDS
 
 mkdir -p "$STAGE_LOG_DIR"
@@ -27,10 +30,19 @@ stage() { # stage NAME BUDGET_S COMMAND...
   shift 2
   printf '\n=== %s (budget %d s, %d s into the run): %s\n' "$name" "$budget" \
     $((SECONDS - SUITE_START)) "$*"
-  local started=$SECONDS status=0 over="$STAGE_LOG_DIR/$name.over-budget"
+  local status=0
+  _budgeted "$name" "$budget" "$@" || status=$?
+  _record "$name" "$budget" "$status" ""
+}
+
+# Runs COMMAND in a subshell, so that it may be one of this script's functions,
+# under a watchdog that stops it (and everything it started) once past its
+# budget; its own time goes to NAME.seconds. The command's exit status.
+_budgeted() { # _budgeted NAME BUDGET_S COMMAND...
+  local name="$1" budget="$2" started=$SECONDS status=0
+  shift 2
+  local over="$STAGE_LOG_DIR/$name.over-budget"
   rm -f "$over"
-  # A subshell, so that a COMMAND may be one of this script's functions; a
-  # watchdog stops it (and everything it started) once past its budget.
   ("$@") &
   local pid=$!
   _watchdog "$pid" "$budget" "$over" </dev/null >/dev/null 2>&1 &
@@ -38,14 +50,20 @@ stage() { # stage NAME BUDGET_S COMMAND...
   wait "$pid" || status=$?
   kill "$watchdog" 2>/dev/null
   wait "$watchdog" 2>/dev/null
-  local took=$((SECONDS - started))
-  if [[ -f "$over" ]]; then
+  echo $((SECONDS - started)) >"$STAGE_LOG_DIR/$name.seconds"
+  return "$status"
+}
+
+_record() { # _record NAME BUDGET_S STATUS NOTE: the stage's row, from its own time
+  local name="$1" budget="$2" status="$3" note="$4" took
+  took="$(cat "$STAGE_LOG_DIR/$name.seconds")"
+  if [[ -f "$STAGE_LOG_DIR/$name.over-budget" ]]; then
     printf '\n!!! %s: stopped, over its %d s budget\n' "$name" "$budget"
-    _row "$name" failed "$took" "stopped: over its ${budget} s budget"
+    _row "$name" failed "$took" "${note:+$note; }stopped: over its ${budget} s budget"
   elif ((status == 0)); then
-    _row "$name" passed "$took" ""
+    _row "$name" passed "$took" "$note"
   else
-    _row "$name" failed "$took" "exit status $status"
+    _row "$name" failed "$took" "${note:+$note; }exit status $status"
   fi
 }
 
@@ -82,12 +100,13 @@ skip() { # skip NAME REASON
   _row "$1" skipped 0 "$2"
 }
 
-background() { # background NAME COMMAND...
-  local name="$1"
-  shift
-  printf '\n=== %s: started in the background: %s\n' "$name" "$*"
-  BACKGROUND_START[$name]=$SECONDS
-  "$@" >"$STAGE_LOG_DIR/$name.log" 2>&1 &
+background() { # background NAME BUDGET_S COMMAND...
+  local name="$1" budget="$2"
+  shift 2
+  printf '\n=== %s: started in the background (budget %d s, %d s into the run): %s\n' \
+    "$name" "$budget" $((SECONDS - SUITE_START)) "$*"
+  BACKGROUND_BUDGET[$name]=$budget
+  _budgeted "$name" "$budget" "$@" >"$STAGE_LOG_DIR/$name.log" 2>&1 &
   BACKGROUND_PID[$name]=$!
 }
 
@@ -97,12 +116,7 @@ await() { # await NAME: its exit status; its output printed now
   wait "${BACKGROUND_PID[$name]}" || status=$?
   printf '\n=== %s: background job done (waited %d s for it)\n' "$name" $((SECONDS - waited))
   cat "$STAGE_LOG_DIR/$name.log"
-  local took=$((SECONDS - BACKGROUND_START[$name]))
-  if ((status == 0)); then
-    _row "$name" passed "$took" "in the background"
-  else
-    _row "$name" failed "$took" "in the background; exit status $status"
-  fi
+  _record "$name" "${BACKGROUND_BUDGET[$name]}" "$status" "in the background"
   return $status
 }
 
