@@ -122,7 +122,7 @@ if [[ -z "$docker_unavailable" ]]; then
 fi
 
 # The Docker tests run in docker-smoke, once their images are built.
-stage python-e2e 1500 pytest_group "e2e and not docker" -n 2
+stage python-e2e 1500 pytest_group "e2e and not docker" -n 2 --dist worksteal
 
 # From here on the machine must be quiet: nothing runs in the background.
 [[ -n "${BACKGROUND_PID[docker-images]:-}" ]] && await docker-images

@@ -299,7 +299,9 @@ def test_cli_refuses_an_existing_stack(capsys):
 
 
 def test_new_stacks_end_to_end_in_a_repository_copy(tmp_path):
-    """make new-server per template; listed, planned, failing check for the right reasons."""
+    """make new-server per template, side by side in one copy: each gets its own
+    port, nothing else is edited, and `make list` and the bench plan pick them up.
+    Each stub's build, check and own tests: the test below, one language each."""
     repo = repo_copy(tmp_path / "repo")
     names = {lang: f"demo-{lang}" for lang in LANGUAGES}
     py = str(repo / ".venv" / "bin" / "python")
@@ -380,59 +382,71 @@ def test_new_stacks_end_to_end_in_a_repository_copy(tmp_path):
     for name in names.values():
         assert name in planned.stdout
 
-    # make check: the stubs build, start, pass the routing rules and fail the routes with 501.
-    toolchains = {"go": ("go",), "java": ("mvn", "java"), "node": ("npm",), "rust": ("cargo",),
-                  "csharp": ("dotnet",)}  # fmt: skip
-    runnable = [n for lang, n in names.items()
-                if all(shutil.which(tool) for tool in toolchains.get(lang, ()))]  # fmt: skip
-    checked = run(
-        ["make", "check", "SERVERS=" + ",".join(names.values())], repo, timeout=900, **RUST_QUICK
-    )
+
+# What each language's stub needs to build here; a stub whose toolchain is
+# missing is a named skip in `make check`, and in the test below.
+TOOLCHAINS = {"go": ("go",), "java": ("mvn", "java"), "node": ("npm",), "rust": ("cargo",),
+              "csharp": ("dotnet",)}  # fmt: skip
+
+
+@pytest.mark.long
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_a_new_stub_builds_and_fails_check_for_the_right_reasons(tmp_path, language):
+    """One stub per test, in its own copy, so that the languages' builds share
+    the end-to-end workers: it builds, starts, passes the routing rules and
+    fails the routes with 501; its own tests are wired (display name passes,
+    contract fails)."""
+    repo = repo_copy(tmp_path / "repo")
+    name = f"demo-{language}"
+    py = str(repo / ".venv" / "bin" / "python")
+    made = run(["make", "new-server", f"NAME={name}", f"LANG={language}"], repo)
+    assert made.returncode == 0, made.stdout + made.stderr
+    runnable = all(shutil.which(tool) for tool in TOOLCHAINS.get(language, ()))
+    checked = run(["make", "check", f"SERVERS={name}"], repo, timeout=900, **RUST_QUICK)
     output = checked.stdout + checked.stderr
     print(output[-6000:])
+    row = next(ln for ln in output.splitlines() if ln.startswith(name + " "))
+    if not runnable:
+        assert checked.returncode == 0, output[-3000:]  # a skip is not a failure
+        assert "SKIPPED" in row and TOOLCHAINS[language][0] in row, row
+        pytest.skip(f"{name}: {row.split('SKIPPED', 1)[1].lstrip(' -')}")
+    if registries.offline_families() and re.search(rf"^{name} +SKIPPED .*mirror", output, re.M):
+        pytest.skip(f"{name}: the mirror cannot build it ({row})")
     assert checked.returncode == 2, output[-3000:]  # make's status when check fails
-    if registries.offline_families():  # a stub the mirror cannot build is skipped, saying so
-        runnable = [n for n in runnable if not re.search(rf"^{n} +SKIPPED .*mirror", output, re.M)]
-    for name in runnable:
-        assert re.search(rf"\[{name}\] ready in", output), (
-            f"{name} did not start:\n{output[-3000:]}"
-        )
-        assert re.search(rf"\[{name}\] FAIL hello-status\b.*501", output), name
-        assert re.search(rf"\[{name}\] FAIL workday-now\b.*", output), name
-        for rule in ("not-found", "method-not-allowed"):
-            assert not re.search(rf"\[{name}\] FAIL {rule}\[", output), f"{name}: {rule} failed"
-        row = next(ln for ln in output.splitlines() if ln.startswith(name + " "))
-        assert "FAILED" in row and "conformance check(s) failed" in row, row
-    if shutil.which("dotnet") is None:
-        row = next(ln for ln in output.splitlines() if ln.startswith("demo-csharp "))
-        assert "SKIPPED" in row and "dotnet" in row
+    assert re.search(rf"\[{name}\] ready in", output), f"{name} did not start:\n{output[-3000:]}"
+    assert re.search(rf"\[{name}\] FAIL hello-status\b.*501", output), name
+    assert re.search(rf"\[{name}\] FAIL workday-now\b.*", output), name
+    for rule in ("not-found", "method-not-allowed"):
+        assert not re.search(rf"\[{name}\] FAIL {rule}\[", output), f"{name}: {rule} failed"
+    assert "FAILED" in row and "conformance check(s) failed" in row, row
+    own_tests_are_wired(repo, py, language, name)
 
-    # The stacks' own tests are wired: the display-name tests pass, the contract tests fail.
-    if shutil.which("go"):
-        go_test = run(["go", "test", "-count=1", "./..."], repo / "servers" / names["go"])
+
+def own_tests_are_wired(repo: Path, py: str, language: str, name: str) -> None:
+    """The stub's own tests, as make test runs them: the display-name test
+    passes and the contract tests fail until the routes are written."""
+    if language == "go":
+        go_test = run(["go", "test", "-count=1", "./..."], repo / "servers" / name)
         assert "--- FAIL: TestContract" in go_test.stdout
         assert "--- FAIL: TestDisplayNameMatchesManifest" not in go_test.stdout
-    py_test = run(
-        [py, "-m", "pytest", "-q", "-k", "display_name", f"servers/{names['python']}/tests"], repo
-    )
-    assert py_test.returncode == 0, py_test.stdout
-    if names["csharp"] in runnable:  # the csharp-unit stage: the manifest check passes,
+    elif language == "python":
+        py_test = run([py, "-m", "pytest", "-q", "-k", "display_name", f"servers/{name}/tests"],
+                      repo)  # fmt: skip
+        assert py_test.returncode == 0, py_test.stdout
+    elif language == "csharp":  # the csharp-unit stage: the manifest check passes,
         # the in-process HTTP tests fail until the stub is wired into them
         cs_test = run(["dotnet", "test", "servers/_shared/csharp/Serverlab.slnx", "--nologo",
                        "--logger", "console;verbosity=normal"], repo, timeout=600)  # fmt: skip
-        assert re.search(r'Passed .*DisplayNameMatchesManifest\(stack: "demo-csharp"\)',
+        assert re.search(rf'Passed .*DisplayNameMatchesManifest\(stack: "{name}"\)',
                          cs_test.stdout), cs_test.stdout[-3000:]  # fmt: skip
-        assert "C# stacks not started by these tests: demo-csharp" in cs_test.stdout
-    own = [names[lang] for lang in ("node", "rust") if names[lang] in runnable]
-    if own:  # make test's stack-tests stage runs them from the manifests
-        tested = run([py, "-m", "loadtest", "stack-tests", "--servers", ",".join(own)], repo,
+        assert f"C# stacks not started by these tests: {name}" in cs_test.stdout
+    elif language in OWN_TESTS_DISPLAY_NAME_PASSED:  # make test's stack-tests stage
+        tested = run([py, "-m", "loadtest", "stack-tests", "--servers", name], repo,
                      timeout=900, **RUST_QUICK)  # fmt: skip
         assert tested.returncode == 1, tested.stdout + tested.stderr
-        for name in own:
-            assert f"FAILED {name}: " in tested.stdout, tested.stdout
-            log = (repo / ".build" / name / "stack-tests.log").read_text()
-            passed = OWN_TESTS_DISPLAY_NAME_PASSED[name.removeprefix("demo-")]
-            assert passed.search(log), log[-3000:]
+        assert f"FAILED {name}: " in tested.stdout, tested.stdout
+        log = (repo / ".build" / name / "stack-tests.log").read_text()
+        assert OWN_TESTS_DISPLAY_NAME_PASSED[language].search(log), log[-3000:]
 
 
 def test_port_blocks_do_not_overlap_and_leave_the_static_servers_theirs():

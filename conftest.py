@@ -1,0 +1,9 @@
+"""Test-run settings shared by every Python test folder (markers: pytest.ini)."""
+
+from __future__ import annotations
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked `long` first, each group in its collected order: with two
+    workers, a long test started last would leave one worker waiting for it."""
+    items.sort(key=lambda item: item.get_closest_marker("long") is None)
