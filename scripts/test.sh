@@ -10,8 +10,9 @@
 #      verifies every stack, so that later stages only start them;
 #   4. the end-to-end Python tests (real servers) on both cores, each instance
 #      on a free port, while the Docker images build in the background;
-#   5. with nothing else running: the timing tests, the soak and the benches;
-#   6. the Docker smoke and the remote smoke, on the images built in step 4.
+#   5. side by side, the stages that mostly wait: the TLS fronts, the hostile
+#      inputs, the Docker smoke and the remote smoke (on the images of step 4);
+#   6. with nothing else running: the timing tests, the soak and the benches.
 # A failing stage does not stop the others, so one run shows every problem.
 # Every stage has a time budget: past it, the stage is stopped and counted
 # failed, so the suite always ends within CI's limit. A stage whose toolchain
@@ -124,8 +125,37 @@ fi
 # The Docker tests run in docker-smoke, once their images are built.
 stage python-e2e 1500 pytest_group "e2e and not docker" -n 2 --dist worksteal
 
+# Side by side next: stages that mostly wait and judge no figure (vmstat put the
+# cores 81% idle in hostile, 67% in remote-smoke, 31% in docker-smoke), each
+# instance on a free port; the test hosts have their own network stacks. The
+# native ones start while the last images build.
+# One stack behind each TLS front: the whole contract over HTTPS and HTTP/2
+# (gin, or the first of the others whose toolchain this machine has).
+front_stack="$("$PY" -m loadtest list --first-runnable gin,uvloop,fastify)"
+background check-front-nginx 300 "$PY" -m loadtest check --servers "$front_stack" --front nginx
+background check-front-apache 300 "$PY" -m loadtest check --servers "$front_stack" --front apache
+background hostile 900 "$PY" -m loadtest hostile --quick
+# Real images on local stand-in base images, then stacks on a test host (a
+# network namespace with its own sshd and dockerd) loaded from two others over
+# Docker contexts, shipping the same images.
+if [[ -n "$docker_unavailable" ]]; then
+  skip docker-smoke "$docker_unavailable"
+  skip remote-smoke "$docker_unavailable"
+else
+  await docker-images
+  if [[ $(id -u) -ne 0 ]]; then
+    skip remote-smoke "needs root: network namespaces, sshd and dockerd per test host"
+  else
+    background remote-smoke 1200 "$PY" -m loadtest remote-smoke
+  fi
+  stage docker-smoke 1500 "$PY" -m loadtest docker smoke
+fi
+for job in check-front-nginx check-front-apache hostile remote-smoke; do
+  [[ -n "${BACKGROUND_PID[$job]:-}" ]] && await "$job"
+done
+keep_skips remote-smoke
+
 # From here on the machine must be quiet: nothing runs in the background.
-[[ -n "${BACKGROUND_PID[docker-images]:-}" ]] && await docker-images
 stage python-timing 1200 pytest_group "timing"
 
 # The soak offers a constant rate with oha (scripts/install-oha.sh, through
@@ -136,41 +166,11 @@ if oha_error="$(bash scripts/install-oha.sh 2>&1 >/dev/null)"; then
 else
   skip soak "oha cannot be built here (OFFLINE=$OFFLINE): ${oha_error##*$'\n'}"
 fi
-# Native on purpose: the Docker path has its own stage below.
+# Native on purpose: the Docker path has its own stage above.
 stage bench-smoke 600 "$PY" -m loadtest bench --profile smoke --servers gin,sanic --runner native
 # The 2019 static experiment, shortened: HTTPS + HTTP/2 with h2load, TTFB.
 stage bench-static-tls 600 "$PY" -m loadtest bench --profile static-tls-smoke \
   --servers nginx-static,apache-static --runner native
-
-# Last, side by side: stages that mostly wait (vmstat put the cores 81% idle
-# in hostile, 67% in remote-smoke, 31% in docker-smoke) and judge no figure.
-# Each instance on a free port; the test hosts have their own network stacks.
-# One stack behind each TLS front: the whole contract over HTTPS and HTTP/2
-# (gin, or the first of the others whose toolchain this machine has).
-front_stack="$("$PY" -m loadtest list --first-runnable gin,uvloop,fastify)"
-background check-front-nginx 300 "$PY" -m loadtest check --servers "$front_stack" --front nginx
-background hostile 900 "$PY" -m loadtest hostile --quick
-# Real images on local stand-in base images, then stacks on a test host (a
-# network namespace with its own sshd and dockerd) loaded from two others over
-# Docker contexts, shipping the same images.
-if [[ -n "$docker_unavailable" ]]; then
-  skip docker-smoke "$docker_unavailable"
-  skip remote-smoke "$docker_unavailable"
-else
-  if [[ $(id -u) -ne 0 ]]; then
-    skip remote-smoke "needs root: network namespaces, sshd and dockerd per test host"
-  else
-    background remote-smoke 1200 "$PY" -m loadtest remote-smoke
-  fi
-  stage docker-smoke 1500 "$PY" -m loadtest docker smoke
-fi
-await check-front-nginx
-stage check-front-apache 300 "$PY" -m loadtest check --servers "$front_stack" --front apache
-await hostile
-if [[ -n "${BACKGROUND_PID[remote-smoke]:-}" ]]; then
-  await remote-smoke
-  keep_skips remote-smoke
-fi
 
 stage_report
 status=$?
