@@ -9,6 +9,9 @@
 #   under [native].apt.
 # - The tooling venv .venv from the lock file requirements-dev.txt
 #   (hash-checked).
+# - The reports' chart library, plotly.js's partial bundle, with `npm ci` of
+#   loadtest/report/plotly-bundle/ into .build/plotly-bundle/ (without npm the
+#   reports inline the whole plotly.js of the venv's plotly package instead).
 #
 # Each package family comes from its registry or from the mirror (MIRROR,
 # default .cache/mirror/): as OFFLINE says (1: all, or a list such as
@@ -115,5 +118,28 @@ install_venv() {
   echo "$digest" >"$stamp"
 }
 
+install_plotly_bundle() {
+  local package="$REPO_ROOT/loadtest/report/plotly-bundle" dest="$REPO_ROOT/.build/plotly-bundle"
+  local digest
+  digest="$(cat "$package/package.json" "$package/package-lock.json" | sha256sum | cut -d' ' -f1)"
+  if [[ -f "$dest/.lock-sha256" && "$(cat "$dest/.lock-sha256")" == "$digest" ]]; then
+    return # up to date
+  fi
+  if ! command -v npm >/dev/null; then
+    say "npm not found: reports inline the whole plotly.js (4.8 MB) instead of its basic bundle"
+    return
+  fi
+  rm -rf "$dest"
+  mkdir -p "$dest"
+  cp "$package/package.json" "$package/package-lock.json" "$dest/"
+  if (cd "$dest" && npm ci --ignore-scripts --no-audit --no-fund --silent); then
+    echo "$digest" >"$dest/.lock-sha256"
+  else
+    say "plotly.js basic bundle not installed (npm ci failed, see above): reports inline the whole plotly.js"
+    rm -rf "$dest"
+  fi
+}
+
 install_apt
 install_venv
+install_plotly_bundle

@@ -24,7 +24,7 @@ from loadtest.bench.run import Bench
 from loadtest.core.knobs import KNOBS, SCENARIOS, KnobError, Knobs, profile_names, resolve
 from loadtest.core.manifest import ManifestError
 from loadtest.report import generate
-from loadtest.report.charts import uncapped
+from loadtest.report.chart_model import uncapped
 from loadtest.report.flags import flag_names
 from loadtest.report.gallery import write_index
 from loadtest.report.render import limited_by

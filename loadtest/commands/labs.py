@@ -44,7 +44,7 @@ from loadtest.measure import steady
 from loadtest.measure.tools import get_tool
 from loadtest.measure.tools.base import LoadSpec
 from loadtest.measure.tools.oha import Oha, install_oha
-from loadtest.report.charts import plt
+from loadtest.report.png import plt
 from loadtest.runners.conformance import run_conformance
 from loadtest.runners.native import NativeRunner
 

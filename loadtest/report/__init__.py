@@ -10,9 +10,10 @@ import json
 from pathlib import Path
 
 from loadtest.bench.results import RESULTS_FILE, RUN_FILE, read_records
-from loadtest.report.charts import all_charts, ordered_scenarios
+from loadtest.report.chart_model import ordered_scenarios, scenario_figures
+from loadtest.report.charts import all_charts
 from loadtest.report.flags import mark_rounds
-from loadtest.report.interactive import scenario_figures
+from loadtest.report.interactive import plotly_figures
 from loadtest.report.render import html_report, markdown
 from loadtest.report.summary import measurement_rows, stack_outcomes, write_csv
 
@@ -30,12 +31,13 @@ def generate(folder: Path, leave_out_flagged: bool = False) -> list[Path]:
     outcomes = stack_outcomes(whole_run)
     csv_path = folder / "summary.csv"
     write_csv(rows, csv_path)
-    charts = all_charts(rows, records, folder / "charts")
+    scenarios = ordered_scenarios(r["scenario"] for r in rows)
+    model = {scenario: scenario_figures(rows, records, scenario) for scenario in scenarios}
+    charts = all_charts(rows, records, folder / "charts", model)
     md_path = folder / "summary.md"
     md_path.write_text(markdown(rows, outcomes, run, charts))
     html_path = folder / "report.html"
-    scenarios = ordered_scenarios(r["scenario"] for r in rows)
-    figures = {scenario: scenario_figures(rows, records, scenario) for scenario in scenarios}
+    figures = {scenario: plotly_figures(drawn) for scenario, drawn in model.items()}
     html_path.write_text(html_report(rows, outcomes, run, charts, figures))
     pngs = [p for paths in charts.values() for p in paths]
     return [csv_path, md_path, html_path, *pngs]

@@ -14,10 +14,9 @@ from __future__ import annotations
 import html
 import json
 
-from matplotlib.colors import to_hex
-from plotly.offline import get_plotlyjs
-
-from loadtest.report.charts import closed_rows, stack_colors, uncapped
+from loadtest.report.bundle import plotly_library
+from loadtest.report.chart_model import (Figure, Series, rps_interval, search_steps,
+                                         slo_objective, stack_colors)  # fmt: skip
 
 CHART_CLASS = "ix-chart"
 FIGURES_ID = "serverlab-figures"
@@ -73,128 +72,98 @@ def symbols(points: list[dict]) -> list[str]:
     return [VERDICT_SYMBOL.get(p.get("verdict"), OTHER_SYMBOL) for p in points]
 
 
-def by_stack(points: list[dict]) -> dict[str, list[dict]]:
-    """Rows per stack (the ceiling last), each sorted by connections."""
-    stacks = sorted({p["stack"] for p in points}, key=lambda s: (s == "ceiling", s))
-    return {s: sorted((p for p in points if p["stack"] == s), key=lambda p: p["connections"])
-            for s in stacks}  # fmt: skip
-
-
-def trace(stack: str, points: list[dict], x: list, y: list, colors: dict, dash: str = "solid",
-          **extra) -> dict:  # fmt: skip
-    line = CEILING_LINE if stack == "ceiling" else {"color": to_hex(colors[stack]), "dash": dash}
-    return {"type": "scatter", "mode": "lines+markers", "name": points[0]["display_name"],
-            "x": x, "y": y, "line": line,
-            "marker": {"symbol": symbols(points), "size": 9, "color": line["color"]},
+def trace(line: Series, x: list, y: list, dash: str = "solid", **extra) -> dict:
+    style = CEILING_LINE if line.ceiling else {"color": line.color, "dash": dash}
+    return {"type": "scatter", "mode": "lines+markers", "name": line.name,
+            "x": x, "y": y, "line": style,
+            "marker": {"symbol": symbols(line.points), "size": 9, "color": style["color"]},
             **extra}  # fmt: skip
 
 
-def throughput(rows: list[dict], scenario: str) -> dict | None:
-    data = uncapped([r for r in closed_rows(rows) if r["scenario"] == scenario])
-    if not data:
-        return None
-    colors = stack_colors(sorted({r["stack"] for r in data}))
+def throughput(figure: Figure) -> dict:
     traces = []
-    for stack, points in by_stack(data).items():
-        low = [p["rps_ci_low"] if p.get("rps_ci_low") is not None else p["rps_min"] for p in points]
-        high = [p["rps_ci_high"] if p.get("rps_ci_high") is not None else p["rps_max"]
-                for p in points]  # fmt: skip
+    for line in figure.series:
+        points = line.points
+        intervals = [rps_interval(p) for p in points]
         median = [p["rps_median"] for p in points]
         hover = [f"{p['display_name']}<br>{p['connections']} connections<br>"
-                 f"{p['rps_median']:,.0f} req/s (95% interval {lo or 0:,.0f}..{hi or 0:,.0f})<br>"
+                 f"{p['rps_median']:,.0f} req/s (95% interval {lo:,.0f}..{hi:,.0f})<br>"
                  f"p99 {p['latency_p99_ms'] or 0:.2f} ms<br>limited by: {verdict_text(p)}"
-                 for p, lo, hi in zip(points, low, high)]  # fmt: skip
+                 for p, (lo, hi) in zip(points, intervals)]  # fmt: skip
         error = {"type": "data", "symmetric": False,
-                 "array": [(h or m) - m for h, m in zip(high, median)],
-                 "arrayminus": [m - (lo or m) for lo, m in zip(low, median)]}  # fmt: skip
-        traces.append(trace(stack, points, [p["connections"] for p in points], median, colors,
+                 "array": [hi - m for (_, hi), m in zip(intervals, median)],
+                 "arrayminus": [m - lo for (lo, _), m in zip(intervals, median)]}  # fmt: skip
+        traces.append(trace(line, [p["connections"] for p in points], median,
                             error_y=error, text=hover, hoverinfo="text"))  # fmt: skip
-    return {"id": f"throughput-{scenario}", "data": traces,
-            "layout": layout(f"Throughput, {scenario} (bars: 95% interval; {SYMBOL_NOTE})",
+    return {"id": figure.name, "data": traces,
+            "layout": layout(f"Throughput, {figure.scenario} (bars: 95% interval; {SYMBOL_NOTE})",
                              "concurrent connections", "requests/s (median)",
-                             xaxis=connections_axis(data))}  # fmt: skip
+                             xaxis=connections_axis(figure.rows))}  # fmt: skip
 
 
-def tail_latency(rows: list[dict], scenario: str) -> dict | None:
-    data = uncapped([r for r in closed_rows(rows) if r["scenario"] == scenario
-                     and r["latency_p99_ms"] is not None])  # fmt: skip
-    if not data:
-        return None
-    colors = stack_colors(sorted({r["stack"] for r in data}))
+def tail_latency(figure: Figure) -> dict:
     traces = []
-    for stack, points in by_stack(data).items():
+    for line in figure.series:
+        points = line.points
         hover = [f"{p['display_name']}<br>{p['connections']} connections<br>"
                  f"p50 {p.get('latency_p50_ms') or 0:.2f} ms, p99 {p['latency_p99_ms']:.2f} ms<br>"
                  f"{p['rps_median']:,.0f} req/s, limited by: {verdict_text(p)}"
                  for p in points]  # fmt: skip
-        traces.append(trace(stack, points, [p["connections"] for p in points],
-                            [p["latency_p99_ms"] for p in points], colors,
-                            text=hover, hoverinfo="text"))  # fmt: skip
-    tools = ", ".join(sorted({r["tool"] for r in data}))
-    return {"id": f"latency-{scenario}", "data": traces,
-            "layout": layout(f"p99 latency, {scenario} ({tools}, closed loop: the tail is "
+        traces.append(trace(line, [p["connections"] for p in points],
+                            [p["latency_p99_ms"] for p in points], text=hover, hoverinfo="text"))  # fmt: skip
+    tools = ", ".join(sorted({r["tool"] for r in figure.rows}))
+    return {"id": figure.name, "data": traces,
+            "layout": layout(f"p99 latency, {figure.scenario} ({tools}, closed loop: the tail is "
                              "understated)", "concurrent connections", "p99 latency (ms)",
-                             y_default="log", xaxis=connections_axis(data))}  # fmt: skip
+                             y_default="log", xaxis=connections_axis(figure.rows))}  # fmt: skip
 
 
-def efficiency(rows: list[dict], scenario: str) -> dict | None:
-    data = [r for r in closed_rows(rows) if r["scenario"] == scenario
-            and r["rps_median"] and r.get("server_cpu_mean_pct")]  # fmt: skip
-    if not data:
-        return None
-    colors = stack_colors(sorted({r["stack"] for r in data}))
+def efficiency(figure: Figure) -> dict:
     traces = []  # dotted joins: the points are connection levels, not a curve
-    for stack, points in by_stack(data).items():
+    for line in figure.series:
+        points = line.points
         hover = [f"{p['display_name']}<br>{p['connections']} connections<br>"
                  f"{p['rps_median']:,.0f} req/s on {p['server_cpu_mean_pct'] / 100:.2f} cores"
                  f"<br>{p.get('rps_per_cpu_s') or 0:,.0f} requests per CPU-second<br>"
                  f"limited by: {verdict_text(p)}" for p in points]  # fmt: skip
-        traces.append(trace(stack, points, [p["server_cpu_mean_pct"] / 100 for p in points],
-                            [p["rps_median"] for p in points], colors, text=hover,
-                            hoverinfo="text", dash="dot"))  # fmt: skip
-    return {"id": f"efficiency-{scenario}", "data": traces,
-            "layout": layout(f"Efficiency, {scenario}: throughput against server CPU "
+        traces.append(trace(line, [p["server_cpu_mean_pct"] / 100 for p in points],
+                            [p["rps_median"] for p in points], text=hover, hoverinfo="text",
+                            dash="dot"))  # fmt: skip
+    return {"id": figure.name, "data": traces,
+            "layout": layout(f"Efficiency, {figure.scenario}: throughput against server CPU "
                              "(up and left: more requests per CPU-second)",
                              "server CPU used (cores, mean over the run)", "requests/s")}  # fmt: skip
 
 
-def sustainable(records: list[dict], scenario: str) -> dict | None:
-    searches = [r for r in records if r.get("kind") == "measurement"
-                and r["scenario"] == scenario and r.get("slo_steps")]  # fmt: skip
-    if not searches:
-        return None
-    first: dict[str, dict] = {}
-    for record in searches:
-        first.setdefault(f"{record['stack']} c={record['connections']}", record)
-    colors = stack_colors(list(first))
-    objective = searches[0]["slo_objective_ms"]
-    percentile = searches[0]["slo_percentile"]
+def sustainable(figure: Figure) -> dict:
+    percentile, objective = slo_objective(figure)
     traces = []
-    for label, record in sorted(first.items()):
+    for line in figure.series:
         # A step where the load tool fell behind says nothing of the server: not drawn.
-        steps = sorted(s for s in record["slo_steps"] if s[2] is not None and s[3] != "client")
-        color = "#000000" if record["stack"] == "ceiling" else to_hex(colors[label])
-        name = record.get("display_name", record["stack"]) + label[len(record["stack"]):]
-        hover = [f"{name}<br>offered {s[0]:,.0f} req/s<br>p{percentile:g} {s[2]:.2f} ms<br>"
+        steps = search_steps(line.points[0])
+        hover = [f"{line.name}<br>offered {s[0]:,.0f} req/s<br>p{percentile:g} {s[2]:.2f} ms<br>"
                  f"{'within' if s[2] <= objective else 'over'} the objective" for s in steps]  # fmt: skip
-        traces.append({"type": "scatter", "mode": "lines+markers", "name": name,
+        traces.append({"type": "scatter", "mode": "lines+markers", "name": line.name,
                        "x": [s[0] for s in steps], "y": [s[2] for s in steps],
-                       "line": {"color": color}, "marker": {"size": 6, "color": color},
+                       "line": {"color": line.color}, "marker": {"size": 6, "color": line.color},
                        "text": hover, "hoverinfo": "text"})  # fmt: skip
     objective_line = {"type": "line", "xref": "paper", "x0": 0, "x1": 1, "y0": objective,
                       "y1": objective, "line": {"color": "#dd3333", "dash": "dot"}}  # fmt: skip
-    return {"id": f"slo-{scenario}", "data": traces,
-            "layout": layout(f"Sustainable throughput, {scenario}: p{percentile:g} against the "
-                             f"offered rate (dotted: objective {objective:g} ms)",
+    return {"id": figure.name, "data": traces,
+            "layout": layout(f"Sustainable throughput, {figure.scenario}: p{percentile:g} against "
+                             f"the offered rate (dotted: objective {objective:g} ms)",
                              "offered requests/s (constant rate, oha)",
                              f"p{percentile:g} latency, ms (corrected)", y_default="log",
                              shapes=[objective_line])}  # fmt: skip
 
 
-def scenario_figures(rows: list[dict], records: list[dict], scenario: str) -> list[dict]:
-    figures = [throughput(rows, scenario), tail_latency(rows, scenario),
-               efficiency(rows, scenario), sustainable(records, scenario)]  # fmt: skip
-    return [f for f in figures if f]
+RENDER = {"throughput": throughput, "latency": tail_latency, "efficiency": efficiency,
+          "sustainable": sustainable}  # fmt: skip
+
+
+def plotly_figures(figures: list[Figure]) -> list[dict]:
+    """The model's figures as plotly figures (data and layout), the div id their name."""
+    return [RENDER[figure.kind](figure) for figure in figures]
 
 
 CHANGE_SYMBOL = {"regression": "triangle-down", "improvement": "triangle-up"}
@@ -212,7 +181,7 @@ def ratio_chart(cases: list[dict]) -> dict | None:
         hover = [f"{c['stack']} {c['label']}<br>{c['old']:,.0f} -> {c['new']:,.0f} req/s<br>"
                  f"new/old {c['ratio']:.3f} (95% {lo:.3f}..{hi:.3f})<br>{c['verdict']}"
                  for c, (lo, hi) in zip(mine, intervals)]  # fmt: skip
-        color = to_hex(colors[stack])
+        color = colors[stack]
         traces.append({
             "type": "scatter", "mode": "markers", "name": stack,
             "x": [c["label"] for c in mine], "y": [c["ratio"] for c in mine],
@@ -257,6 +226,6 @@ def scripts(figures: list[dict]) -> str:
     # "</" cannot end the script element early once escaped.
     payload = json.dumps(figures).replace("</", "<\\/")
     draw = DRAW % {"figures": FIGURES_ID, "config": json.dumps(CONFIG)}
-    return (f"<script>{get_plotlyjs()}</script>"
+    return (f"<script>{plotly_library()}</script>"
             f'<script type="application/json" id="{FIGURES_ID}">{payload}</script>'
             f"<script>{draw}</script>")  # fmt: skip

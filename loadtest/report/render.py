@@ -6,7 +6,7 @@ import base64
 import html
 from pathlib import Path
 
-from loadtest.report.charts import ordered_scenarios
+from loadtest.report.chart_model import ordered_scenarios
 from loadtest.report.flags import JIT_UNREAD, flag_notes, row_flags
 from loadtest.report.interactive import OFFLINE_META, chart_div, scripts
 from loadtest.report.leaderboard import LEADERBOARD_HEAD, leaderboard_note, leaderboards
@@ -370,13 +370,11 @@ def _html_table(head: list[str], rows: list[list[str]], row_classes=None, flag_c
     return "".join(parts)
 
 
-def _static_charts(paths: list[Path], interactive: bool) -> list[str]:
-    """The PNGs; folded away under the interactive charts, which show the same figures."""
-    images = [_img(path) for path in paths]
-    if not (interactive and images):
-        return images
-    return ["<details><summary>static charts (PNG, as in summary.md)</summary>", *images,
-            "</details>"]  # fmt: skip
+def _static_charts(paths: list[Path], figures: list[dict]) -> list[str]:
+    """The PNGs of the charts not drawn live: a figure drawn live (its id is its PNG's
+    stem) stays in charts/ and summary.md, not twice in the page."""
+    live = {figure["id"] for figure in figures}
+    return [_img(path) for path in paths if path.stem not in live]
 
 
 def html_report(rows: list[dict], outcomes: dict, run: dict, charts: dict[str, list[Path]],
@@ -429,7 +427,7 @@ def html_report(rows: list[dict], outcomes: dict, run: dict, charts: dict[str, l
                                 ["ceiling" if r["ceiling"] else "" for r in group],
                                 flag_col=len(TABLE_HEAD) - 1))  # fmt: skip
         body += [chart_div(figure) for figure in figures.get(scenario, [])]
-        body += _static_charts(charts.get(scenario, []), bool(figures.get(scenario)))
+        body += _static_charts(charts.get(scenario, []), figures.get(scenario, []))
     if charts.get("resources"):
         body.append("<h2>Resources and bytes per response</h2>")
         body += [_img(chart) for chart in charts["resources"]]

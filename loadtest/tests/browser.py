@@ -8,7 +8,9 @@ PNGs and every interactive chart, hovers a point, clicks a legend entry and the
 log-scale button the way a mouse would, and writes what it saw as data-*
 attributes of <body>. Chromium's --dump-dom prints that DOM.
 
-`screenshot(page, name)` keeps a picture under .build/test-artifacts/.
+`screenshot(page, name)` keeps a picture under .build/test-artifacts/, taken at
+the width `inspect` lays the page out at, so the chart boxes it reports are where
+`colored_pixels` finds each chart in the picture.
 """
 
 from __future__ import annotations
@@ -19,10 +21,13 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from PIL import Image
+
 from loadtest.core.manifest import REPO_ROOT
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 ARTIFACTS = REPO_ROOT / ".build" / "test-artifacts"
+WIDTH = 1280  # the window's width in both runs: the same layout, the same boxes
 MISSING = ("!!! chromium NOT INSTALLED: the page was not opened in a browser "
            "(apt-get install chromium, or make bootstrap) !!!")  # fmt: skip
 
@@ -58,6 +63,14 @@ window.addEventListener('load', function () {
   var charts = Array.prototype.slice.call(document.querySelectorAll('.ix-chart'));
   mark('charts', charts.length);
   mark('drawn', charts.filter(function (d) { return d._fullData && drawnTraces(d) > 0; }).length);
+  // Where each chart's plotting area (inside its axes: no legend, no title) sits on the
+  // page, as id:left,top,width,height, for the screenshot's test.
+  mark('boxes', charts.map(function (d) {
+    var box = d.getBoundingClientRect(), area = d._fullLayout ? d._fullLayout._size : {l: 0, t: 0, w: 0, h: 0};
+    return d.id + ':' + [box.left + window.scrollX + area.l, box.top + window.scrollY + area.t,
+                         area.w, area.h].map(Math.round).join(',');
+  }).join(' '));
+  mark('height', document.documentElement.scrollHeight);
   var subject = charts.filter(function (d) { return d._fullData && d._fullData.length > 1; })[0];
   mark('subject', subject ? subject.id : '');
   if (subject) {
@@ -106,7 +119,7 @@ def inspect(page: Path) -> dict[str, str]:
     copy = page.resolve().with_name(page.stem + ".probe.html")
     copy.write_text(probed)
     try:
-        result = chromium("--dump-dom", copy.as_uri())
+        result = chromium("--dump-dom", f"--window-size={WIDTH},2400", copy.as_uri())
     finally:
         copy.unlink()
     assert result.returncode == 0, result.stderr[-2000:]
@@ -119,7 +132,26 @@ def screenshot(page: Path, name: str, height: int = 2400) -> Path:
     """A picture of the page as drawn, kept under .build/test-artifacts/ for a reader."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     shot = ARTIFACTS / name
-    result = chromium(f"--screenshot={shot}", f"--window-size=1280,{height}", page.resolve().as_uri())
+    result = chromium(f"--screenshot={shot}", f"--window-size={WIDTH},{height}", page.resolve().as_uri())
     assert result.returncode == 0, result.stderr[-2000:]
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     return shot
+
+
+def chart_boxes(seen: dict[str, str]) -> dict[str, tuple[int, int, int, int]]:
+    """The probe's boxes of the charts' plotting areas: {id: (left, top, width, height)}
+    in page pixels."""
+    boxes = {}
+    for entry in seen.get("boxes", "").split():
+        name, numbers = entry.rsplit(":", 1)
+        boxes[name] = tuple(int(n) for n in numbers.split(","))
+    return boxes
+
+
+def colored_pixels(shot: Path, box: tuple[int, int, int, int]) -> int:
+    """Pixels of a vivid colour inside a box of a screenshot: in a plotting area, the drawn
+    traces and markers (axes, grid, text and the page are black, white or grey)."""
+    left, top, width, height = box
+    with Image.open(shot) as image:
+        region = image.convert("HSV").crop((left, top, left + width, top + height))
+        return sum(1 for _, saturation, value in region.get_flattened_data() if saturation > 80 and value > 60)
