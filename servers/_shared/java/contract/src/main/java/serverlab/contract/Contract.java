@@ -13,8 +13,8 @@ import java.util.Arrays;
 /**
  * The two routes of contract v1, independent of any web framework. Thread-safe and
  * allocation-light: the n-KB bodies, the error bodies and the workday answers of the calendar's
- * range are built once; the trading day is computed per request, and hello formats its text up to
- * the seconds once a second and its milliseconds per request.
+ * range are built once; the trading day is read from the calendar's table, and hello formats its
+ * text up to the seconds once a second and its milliseconds per request.
  */
 public final class Contract {
 
@@ -97,19 +97,19 @@ public final class Contract {
           case REPEATED -> null;
           case ONCE -> Parameters.parseLocalTime(at.value());
         };
-    return time == null ? Reply.BAD_AT : dayReply(calendar.tradingDayOf(time));
+    return time == null ? Reply.BAD_AT : dayReply(calendar.tradingEpochDayOf(time));
   }
 
   /**
    * The answer naming {@code day}: built at start-up for the calendar's range (the same bytes,
    * without a String, a byte array and a Reply per request), built here outside it.
    */
-  private Reply dayReply(LocalDate day) {
-    long index = day.toEpochDay() - firstAnswerDay;
+  private Reply dayReply(long epochDay) {
+    long index = epochDay - firstAnswerDay;
     if (index >= 0 && index < dayReplies.length) {
       return dayReplies[(int) index];
     }
-    return ok(day.toString());
+    return ok(LocalDate.ofEpochDay(epochDay).toString());
   }
 
   /**

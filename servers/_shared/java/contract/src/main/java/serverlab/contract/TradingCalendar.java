@@ -31,6 +31,10 @@ public final class TradingCalendar {
   private final long lastDay;
   // closed[d - firstDay] for every epoch day d in the range: a flat array beats a hash lookup.
   private final boolean[] closed;
+  // onOrAfter[d - firstDay]: the first trading day on or after epoch day d, for every d in the
+  // range, computed once with the rule itself: a request reads it instead of stepping a LocalDate
+  // through holidays and weekends.
+  private final long[] onOrAfter;
 
   private TradingCalendar(LocalDate first, LocalDate last, List<LocalDate> closedDays) {
     this.firstDay = first.toEpochDay();
@@ -39,6 +43,22 @@ public final class TradingCalendar {
     for (LocalDate day : closedDays) {
       closed[(int) (day.toEpochDay() - firstDay)] = true;
     }
+    this.onOrAfter = new long[closed.length];
+    long next = firstTradingDayOnOrAfter(lastDay + 1);
+    for (int i = closed.length - 1; i >= 0; i--) {
+      long day = firstDay + i;
+      next = isTradingDay(LocalDate.ofEpochDay(day)) ? day : next;
+      onOrAfter[i] = next;
+    }
+  }
+
+  /** The rule's loop: the first trading day on or after epoch day {@code day}. */
+  private long firstTradingDayOnOrAfter(long day) {
+    LocalDate candidate = LocalDate.ofEpochDay(day);
+    while (!isTradingDay(candidate)) {
+      candidate = candidate.plusDays(1);
+    }
+    return candidate.toEpochDay();
   }
 
   /** The first day the file knows about (its {@code # range:}). */
@@ -117,13 +137,18 @@ public final class TradingCalendar {
    * trading day and {@code time} is at or before the close, else the next trading day.
    */
   public LocalDate tradingDayOf(LocalDateTime time) {
-    LocalDate day = time.toLocalDate();
-    if (isTradingDay(day) && !time.toLocalTime().isAfter(CLOSE)) {
-      return day;
+    return LocalDate.ofEpochDay(tradingEpochDayOf(time));
+  }
+
+  /** {@link #tradingDayOf} as an epoch day, without a LocalDate. */
+  public long tradingEpochDayOf(LocalDateTime time) {
+    // Its own date if that trades and the time is not after the close, else the next trading day:
+    // either way the first trading day on or after the date, or on or after the day after it.
+    long day = time.toLocalDate().toEpochDay();
+    long from = time.toLocalTime().isAfter(CLOSE) ? day + 1 : day;
+    if (from >= firstDay && from <= lastDay) {
+      return onOrAfter[(int) (from - firstDay)];
     }
-    do {
-      day = day.plusDays(1);
-    } while (!isTradingDay(day));
-    return day;
+    return firstTradingDayOnOrAfter(from);
   }
 }
