@@ -5,5 +5,7 @@ from __future__ import annotations
 
 def pytest_collection_modifyitems(config, items):
     """Tests marked `long` first, each group in its collected order: with two
-    workers, a long test started last would leave one worker waiting for it."""
+    workers, a long test started last would leave one worker waiting for it.
+    The workers must take one test at a time (make test passes
+    --maxschedchunk 1): given chunks, one worker would queue every long test."""
     items.sort(key=lambda item: item.get_closest_marker("long") is None)

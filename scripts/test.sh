@@ -56,7 +56,9 @@ mapfile -t PYTHON_TESTS < <(python_test_dirs)
 # What a stage skipped, kept as it ended: later tests run the same commands
 # on throw-away stacks and write the same file.
 keep_skips() { cp ".build/last-$1.json" "$STAGE_LOG_DIR/" 2>/dev/null || true; }
-# pytest.ini names the groups; -n 2: one worker per core.
+# pytest.ini names the groups; -n 2: one worker per core. For the end-to-end
+# tests, --maxschedchunk 1: each worker takes a test at a time, so that the long
+# ones, started first (conftest.py), are shared out instead of queued on one.
 pytest_group() { # pytest_group MARKER_EXPRESSION [PYTEST ARGS...]
   local expression="$1"
   shift
@@ -123,7 +125,7 @@ if [[ -z "$docker_unavailable" ]]; then
 fi
 
 # The Docker tests run in docker-smoke, once their images are built.
-stage python-e2e 1500 pytest_group "e2e and not docker" -n 2 --dist worksteal
+stage python-e2e 1500 pytest_group "e2e and not docker" -n 2 --maxschedchunk 1
 
 # Side by side next: stages that mostly wait and judge no figure (vmstat put the
 # cores 81% idle in hostile, 67% in remote-smoke, 31% in docker-smoke), each
