@@ -34,6 +34,15 @@ COMMANDS = (
     stacks, check, serve, bench, report, compare, aa, scaffold, labs, hostile, soak, docker,
     mirror, remote,
 )  # fmt: skip
+# The commands that build stacks or fetch packages: before them, each package family is
+# pointed at its registry or at the mirror (OFFLINE, else a probe of each registry,
+# printed), and the package managers they start follow it. The others read files or
+# drive what is built already, and ask no registry.
+FETCHING = (
+    stacks.cmd_stack_tests, check.cmd_check, serve.cmd_serve, bench.cmd_bench, aa.cmd_aa,
+    labs.cmd_lab, hostile.cmd_hostile, soak.cmd_soak, docker.cmd_build, docker.cmd_up,
+    docker.cmd_lint, docker.cmd_smoke, mirror.cmd_mirror, remote.cmd_remote_smoke,
+)  # fmt: skip
 
 
 def parser() -> argparse.ArgumentParser:
@@ -46,10 +55,9 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    # Each package family from its registry or the mirror (OFFLINE, else a probe of
-    # each registry, printed): the package managers this process starts follow it.
     try:
-        registries.apply_offline_env(report=registries.say)
+        if args.func in FETCHING:
+            registries.apply_offline_env(report=registries.say)
     except OfflineChoiceError as exc:
         print(exc, file=sys.stderr)
         return 2

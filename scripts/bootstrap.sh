@@ -35,9 +35,16 @@ APT_BASE=(wrk apache2-utils nginx-light apache2 chromium util-linux procps iprou
 say() { printf '[bootstrap] %s\n' "$*"; }
 
 # OFFLINE made explicit (the probe's answer when it was unset) and each
-# offline family's package manager pointed at the mirror.
-env_lines="$(cd "$REPO_ROOT" && "$PYTHON" -m loadtest.host.registries shell-env)" || exit 2
-eval "$env_lines"
+# offline family's package manager pointed at the mirror; only once something
+# is to be installed (a machine that has everything asks no registry).
+sources_chosen=
+choose_sources() {
+  [[ -n $sources_chosen ]] && return
+  local env_lines
+  env_lines="$(cd "$REPO_ROOT" && "$PYTHON" -m loadtest.host.registries shell-env)" || exit 2
+  eval "$env_lines"
+  sources_chosen=1
+}
 
 manifest_apt_packages() {
   # [native].apt lists from every servers/*/server.toml, read with tomllib.
@@ -63,6 +70,7 @@ install_apt() {
   if ((${#missing[@]} == 0)); then
     return # all present
   fi
+  choose_sources
   if [[ "${OFFLINE:-}" == 1 ]]; then
     say "OFFLINE=1: not installing the missing Debian packages ${missing[*]} (what needs them is skipped)"
     return
@@ -103,6 +111,7 @@ install_venv() {
   if [[ -f "$stamp" && "$(cat "$stamp")" == "$digest" ]]; then
     return # up to date
   fi
+  choose_sources
   local source=registry
   [[ -n "${PIP_NO_INDEX:-}" ]] && source="mirror $PIP_FIND_LINKS"
   say "creating tooling venv in .venv ($("$PYTHON" --version), packages from the $source)"
@@ -125,6 +134,7 @@ install_plotly_bundle() {
   if [[ -f "$dest/.lock-sha256" && "$(cat "$dest/.lock-sha256")" == "$digest" ]]; then
     return # up to date
   fi
+  choose_sources
   if ! command -v npm >/dev/null; then
     say "npm not found: reports inline the whole plotly.js (4.8 MB) instead of its basic bundle"
     return
