@@ -16,6 +16,8 @@ final class BenchCases {
   /** The system property that carries the repository root into JMH's forked JVMs. */
   static final String ROOT_PROPERTY = "serverlab.root";
 
+  private static final String CASES_FILE = "servers/_shared/microbench-cases.json";
+
   /** One request: {@code query} is the raw query string, as sent. */
   @JsonIgnoreProperties(ignoreUnknown = true)
   record BenchCase(String name, String method, String path, String query, int status) {
@@ -31,14 +33,16 @@ final class BenchCases {
 
   private BenchCases() {}
 
-  /** The nearest folder at or above the working directory that holds contracts/. */
-  static Path findRepoRoot() {
-    for (Path dir = Path.of("").toAbsolutePath(); dir != null; dir = dir.getParent()) {
-      if (Files.isDirectory(dir.resolve("contracts"))) {
-        return dir;
-      }
+  /**
+   * The repository's root: the {@value #ROOT_PROPERTY} property, else the working directory
+   * (scripts/microbench.sh runs from the root).
+   */
+  static Path repoRoot() {
+    Path root = Path.of(System.getProperty(ROOT_PROPERTY, "")).toAbsolutePath();
+    if (!Files.isRegularFile(root.resolve(CASES_FILE))) {
+      throw new IllegalStateException("no " + CASES_FILE + " in " + root + ": run from the root");
     }
-    throw new IllegalStateException("no contracts/ folder above " + Path.of("").toAbsolutePath());
+    return root;
   }
 
   static Path calendarFile(Path root) {
@@ -47,7 +51,7 @@ final class BenchCases {
 
   /** The cases this library answers, in the file's order. */
   static List<BenchCase> routeCases(Path root) throws IOException {
-    Path file = root.resolve("servers/_shared/microbench-cases.json");
+    Path file = root.resolve(CASES_FILE);
     CasesFile parsed = new ObjectMapper().readValue(file.toFile(), CasesFile.class);
     return parsed.cases().stream().filter(BenchCase::isRoute).toList();
   }

@@ -44,7 +44,7 @@ public class ContractBench {
 
   @Setup
   public void setUp() throws IOException {
-    Path root = Path.of(System.getProperty(BenchCases.ROOT_PROPERTY, "."));
+    Path root = BenchCases.repoRoot();
     BenchCases.BenchCase benchCase =
         BenchCases.routeCases(root).stream()
             .filter(c -> c.name().equals(name))
