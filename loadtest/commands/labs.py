@@ -33,7 +33,6 @@ from rich.console import Console
 
 from loadtest.bench.results import RESULTS_ROOT, git_info, host_info, new_run_id, write_json_atomic
 from loadtest.bench.run import Bench
-from loadtest.commands.bench import run_and_report
 from loadtest.core.errors import StepError
 from loadtest.core.knobs import KnobError, Knobs, load_profiles, resolve
 from loadtest.core.manifest import REPO_ROOT, ManifestError, load, stack_names
@@ -45,6 +44,7 @@ from loadtest.measure.tools import get_tool
 from loadtest.measure.tools.base import LoadSpec
 from loadtest.measure.tools.oha import Oha, install_oha
 from loadtest.report.png import plt
+from loadtest.report.run_report import run_and_report
 from loadtest.runners.conformance import run_conformance
 from loadtest.runners.native import NativeRunner
 

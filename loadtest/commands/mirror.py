@@ -42,15 +42,14 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from loadtest.commands import scaffold
-from loadtest.commands.docker import write_hadolint_lock
 from loadtest.core import manifest as manifests
 from loadtest.core import mirror
 from loadtest.core.errors import StepError
 from loadtest.core.families import family_of
 from loadtest.core.manifest import REPO_ROOT, Manifest
-from loadtest.host import registries
+from loadtest.host import registries, templates
 from loadtest.report import bundle
+from loadtest.runners.hadolint import write_hadolint_lock
 from loadtest.runners.native import NativeRunner
 from loadtest.runners.offline import maven_poms, missing_from_mirror
 from loadtest.runners.supply_chain import SHARED_CSHARP, SHARED_JAVA, csharp_projects
@@ -299,8 +298,8 @@ def fill_template(lang: str, root: Path) -> str | None:
         return f"toolchain not found: {tool}"
     with tempfile.TemporaryDirectory(prefix="serverlab-template-") as work:
         folder = Path(work) / "mirror-probe"
-        values = scaffold.template_values("mirror-probe", "Mirror probe", 8199)
-        scaffold.render(scaffold.TEMPLATES_DIR / lang, folder, values)
+        values = templates.template_values("mirror-probe", "Mirror probe", 8199)
+        templates.render(templates.TEMPLATES_DIR / lang, folder, values)
         FOLDER_FILLS[family_of(folder).name](folder, root)
         verify(folder, root)
     return None

@@ -25,11 +25,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from loadtest.bench.results import RESULTS_FILE, RUN_FILE, read_records, write_json_atomic
-from loadtest.commands.docker import local_daemon
 from loadtest.core.errors import StepError
 from loadtest.core.manifest import REPO_ROOT, load_all
 from loadtest.host import testhosts
 from loadtest.runners import calibration
+from loadtest.runners.docker import local_daemon
 
 SMOKE_STACKS = ("gin", "sanic")
 HOST_NAMES = ("server", "client1", "client2")

@@ -6,8 +6,8 @@ import argparse
 from pathlib import Path
 
 from loadtest.bench.results import RESULTS_FILE, RESULTS_ROOT, run_folder
-from loadtest.commands.compare import add_flagged_argument
 from loadtest.report import generate
+from loadtest.report.flags import add_flagged_argument
 from loadtest.report.gallery import write_index
 
 

@@ -20,11 +20,10 @@ from pathlib import Path
 
 from loadtest.core.manifest import REPO_ROOT, SERVERS_DIR, ManifestError, load, validate_all
 from loadtest.host.ports import port_in_use
+from loadtest.host.templates import (TEMPLATES_DIR, ScaffoldError, java_package, render,
+                                     template_values)  # fmt: skip
 from loadtest.runners import compose
 from loadtest.runners.calibration import DEFAULT_PORT, NAME
-
-TEMPLATES_DIR = SERVERS_DIR / "_templates"
-TEMPLATE_SUFFIX = ".tmpl"
 
 # Port blocks by template, one per language; 8151-8159 holds the static
 # servers (nginx, Apache), which have no template. A full block spills over
@@ -56,13 +55,6 @@ JAVA_RESERVED = set(
     "strictfp super switch synchronized this throw throws transient try void volatile while "
     "true false null var yield record sealed permits".split()
 )
-PLACEHOLDER = re.compile(r"\{\{([a-z_]+)\}\}")
-
-
-class ScaffoldError(Exception):
-    """The stack cannot be created as asked; the message says why and what to do."""
-
-
 @dataclass(frozen=True)
 class Created:
     name: str
@@ -104,14 +96,6 @@ def check_name(name: str, language: str, servers_dir: Path = SERVERS_DIR) -> Non
         raise ScaffoldError(f"NAME={name!r} would make the Java package a keyword; choose another")
 
 
-def python_name(name: str) -> str:
-    return name.replace("-", "_")
-
-
-def java_package(name: str) -> str:
-    return name.replace("-", "")
-
-
 def existing_manifests(servers_dir: Path = SERVERS_DIR) -> list[dict]:
     """Port and display name of every manifest, read leniently (a broken one still counts)."""
     found = []
@@ -144,45 +128,6 @@ def choose_port(language: str, servers_dir: Path = SERVERS_DIR, busy=None) -> in
         if port not in used and not busy(port):
             return port
     raise ScaffoldError("no free port in 8101..8999; set one with --port")
-
-
-def template_values(name: str, display_name: str, port: int) -> dict[str, str]:
-    return {
-        "name": name,
-        "display_name": display_name,
-        "port": str(port),
-        "py_name": python_name(name),
-        "java_package": java_package(name),
-    }
-
-
-def substitute(text: str, values: dict[str, str], source: str) -> str:
-    def replace(match: re.Match) -> str:
-        key = match.group(1)
-        if key not in values:
-            raise ScaffoldError(f"{source}: unknown placeholder {match.group(0)}")
-        return values[key]
-
-    return PLACEHOLDER.sub(replace, text)
-
-
-def render(template: Path, dest: Path, values: dict[str, str]) -> list[Path]:
-    """Copy a template folder to dest with placeholders replaced; returns the files written."""
-    written = []
-    for source in sorted(template.rglob("*")):
-        if not source.is_file():
-            continue
-        relative = source.relative_to(template).as_posix()
-        if relative.endswith(TEMPLATE_SUFFIX):
-            relative = relative[: -len(TEMPLATE_SUFFIX)]
-        target = dest / substitute(relative, values, relative)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(
-            substitute(source.read_text(encoding="utf-8"), values, str(source)), encoding="utf-8"
-        )
-        target.chmod(source.stat().st_mode & 0o777)
-        written.append(target)
-    return written
 
 
 def check_display_name(display_name: str, servers_dir: Path) -> None:

@@ -10,6 +10,8 @@ known at its end.
 
 from __future__ import annotations
 
+import argparse
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -155,3 +157,15 @@ def count_flags(per_round: list[list[str]]) -> str:
     """'COLD 1/3, JIT signal never arrived 3/3' from each round's flags, or ''."""
     names = [name for flags in per_round for name in flags]
     return ", ".join(f"{name} {names.count(name)}/{len(per_round)}" for name in dict.fromkeys(names))
+
+
+# FLAGGED on make's command line reaches the harness in its environment.
+FLAGGED_CHOICES = ("mark", "leave-out")
+
+
+def add_flagged_argument(parser: argparse.ArgumentParser) -> None:
+    """--flagged mark|leave-out (FLAGGED): flagged rounds marked, or left out as well."""
+    parser.add_argument("--flagged", choices=FLAGGED_CHOICES,
+                        default=os.environ.get("FLAGGED") or "mark",
+                        help="flagged rounds (COLD, DRIFTED, NOT-STEADY...): mark them (default) "
+                             "or leave them out")  # fmt: skip

@@ -32,6 +32,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from loadtest.core import mirror
@@ -376,3 +377,38 @@ class DockerServer(ServedContainer):
     def applied_limits(self) -> dict:
         """The limits the kernel enforces on this container (for tests and provenance)."""
         return self.cgroup().limits()
+
+
+# This machine's Docker daemon and Compose v2 plugin, for the smokes.
+DAEMON_SCRIPT = REPO_ROOT / "scripts" / "docker-daemon.sh"
+COMPOSE_SCRIPT = REPO_ROOT / "scripts" / "install-compose.sh"
+DAEMON_PID_FILE = REPO_ROOT / ".build" / "docker" / "dockerd.pid"
+
+
+@contextlib.contextmanager
+def local_daemon(who: str, stacks: list[Manifest]) -> Iterator[bool]:
+    """This machine's Docker daemon and Compose v2 for a smoke of `stacks`: yields whether
+    they are there; a daemon started here is stopped again at the end, by PID."""
+    if problem := offline_problem(stacks):
+        print(f"{who}: {problem}", file=sys.stderr)
+        yield False
+        return
+    if compose_problem() and shutil.which("docker"):
+        # Compose v2 from its Go module, once per machine (cached).
+        if subprocess.run(["bash", str(COMPOSE_SCRIPT)], stdout=subprocess.DEVNULL).returncode:
+            print(f"{who}: could not install the Compose v2 plugin", file=sys.stderr)
+            yield False
+            return
+    started_here = False
+    if daemon_problem():
+        had_pid_file = DAEMON_PID_FILE.exists()
+        if subprocess.run(["bash", str(DAEMON_SCRIPT), "start"]).returncode:
+            print(f"{who}: no Docker daemon and none could be started", file=sys.stderr)
+            yield False
+            return
+        started_here = not had_pid_file and DAEMON_PID_FILE.exists()
+    try:
+        yield True
+    finally:
+        if started_here:
+            subprocess.run(["bash", str(DAEMON_SCRIPT), "stop"])

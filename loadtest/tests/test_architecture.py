@@ -6,7 +6,9 @@ from the source with `ast` (nothing is imported or run):
 - a module of a layer imports only from its own layer or the layers below;
 - every import sits at the top of its file (a `TYPE_CHECKING` block counts
   as the top; `LAZY_IMPORTS` would list one made later on purpose, with why);
-- no module is longer than MAX_MODULE_LINES, no class than MAX_CLASS_LINES.
+- no module is longer than MAX_MODULE_LINES, no class than MAX_CLASS_LINES;
+- a command module (commands/) imports no other command module: what two
+  commands share lives on the floor where it belongs.
 """
 
 from __future__ import annotations
@@ -115,6 +117,28 @@ def test_modules_and_classes_stay_small(module):
         if isinstance(node, ast.ClassDef):
             size = node.end_lineno - node.lineno + 1
             assert size <= MAX_CLASS_LINES, f"{module}.{node.name}: {size} lines"
+
+
+def command_module(module: str) -> bool:
+    return module.startswith("loadtest.commands.")
+
+
+@pytest.mark.parametrize("module", sorted(m for m in ALL if command_module(m)))
+def test_a_command_imports_no_other_command(module):
+    sideways = {
+        f"line {line}: {target}"
+        for name, line, _ in imports(ALL[module], module)
+        if (target := known(name, ALL)) and command_module(target) and target != module
+    }
+    assert not sideways, f"{module} imports another command: {sorted(sideways)}"
+
+
+def test_the_command_rule_sees_a_sideways_import(tmp_path):
+    """The rule above on a made-up command that imports another: it must not pass it."""
+    fake = tmp_path / "fake.py"
+    fake.write_text("from loadtest.commands.bench import cmd_bench\nfrom loadtest.core import knobs\n")
+    found = [known(name, ALL) for name, _, _ in imports(fake, "loadtest.commands.fake")]
+    assert "loadtest.commands.bench" in found and "loadtest.core.knobs" in found
 
 
 def test_every_layer_has_its_folder():

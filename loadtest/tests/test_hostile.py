@@ -18,8 +18,9 @@ import pytest
 
 from contracts.tests.reference_server import ReferenceServer
 from loadtest.commands import hostile
-from loadtest.commands import hostile_cases as hc
 from loadtest.core.manifest import Manifest
+from loadtest.runners import hostile as hostile_run
+from loadtest.runners import hostile_cases as hc
 
 pytestmark = pytest.mark.e2e
 
@@ -166,7 +167,7 @@ def manifest(known: list[dict]) -> Manifest:
 
 
 def test_documented_failures_show_as_documented_and_never_as_passed(capsys):
-    report = hostile.StackReport("demo")
+    report = hostile_run.StackReport("demo")
     report.set("pipelined-100", False, "1 of 100")
     report.set("header-64k", True, "200")
     report.set("url-1mb", False, "5xx")
@@ -174,7 +175,7 @@ def test_documented_failures_show_as_documented_and_never_as_passed(capsys):
         {"check": "hostile:pipelined-100", "why": "no pipelining"},
         {"check": "hostile:header-64k", "why": "stale"},
     ]
-    hostile.apply_documented(report, manifest(known))
+    hostile_run.apply_documented(report, manifest(known))
     assert report.rows["pipelined-100"]["status"] == "documented"
     assert report.rows["url-1mb"]["status"] == "fail"
     assert report.rows["header-64k"]["status"] == "pass"
@@ -186,11 +187,11 @@ def test_an_intermittent_known_failure_is_documented_when_it_fails_and_kept_when
     capsys,
 ):
     known = [{"check": "hostile:connect-send-nothing", "why": "timing", "intermittent": True}]
-    failed, passed = hostile.StackReport("demo"), hostile.StackReport("demo")
+    failed, passed = hostile_run.StackReport("demo"), hostile_run.StackReport("demo")
     failed.set("connect-send-nothing", False, "no answer in 5 s")
     passed.set("connect-send-nothing", True, "answered")
-    hostile.apply_documented(failed, manifest(known))
-    hostile.apply_documented(passed, manifest(known))
+    hostile_run.apply_documented(failed, manifest(known))
+    hostile_run.apply_documented(passed, manifest(known))
     assert failed.rows["connect-send-nothing"]["status"] == "documented"
     assert passed.rows["connect-send-nothing"]["status"] == "pass"
     assert "did not occur this time" in passed.rows["connect-send-nothing"]["note"]
@@ -199,21 +200,21 @@ def test_an_intermittent_known_failure_is_documented_when_it_fails_and_kept_when
 
 def test_schemathesis_is_documented_only_when_every_failure_code_is():
     known = [{"check": "hostile:schemathesis:ST204", "why": "parser rejects QUERY"}]
-    report = hostile.StackReport("demo")
+    report = hostile_run.StackReport("demo")
     report.schemathesis = {"codes": ["ST204"]}
     report.set("schemathesis", False, "2 with failures")
-    hostile.apply_documented(report, manifest(known))
+    hostile_run.apply_documented(report, manifest(known))
     assert report.rows["schemathesis"]["status"] == "documented"
 
-    report = hostile.StackReport("demo")
+    report = hostile_run.StackReport("demo")
     report.schemathesis = {"codes": ["ST101", "ST204"]}
     report.set("schemathesis", False, "3 with failures")
-    hostile.apply_documented(report, manifest(known))
+    hostile_run.apply_documented(report, manifest(known))
     assert report.rows["schemathesis"]["status"] == "fail"
 
 
 def test_table_is_case_by_stack():
-    a, b = hostile.StackReport("alpha", "passed"), hostile.StackReport("beta", "failed")
+    a, b = hostile_run.StackReport("alpha", "passed"), hostile_run.StackReport("beta", "failed")
     a.set("header-64k", True, "")
     b.set("header-64k", False, "")
     b.rows["header-64k"]["status"] = "documented"
@@ -227,10 +228,10 @@ def test_table_is_case_by_stack():
 
 
 def test_exit_code_is_non_zero_only_for_undocumented_failures():
-    good = hostile.StackReport("a", "passed")
-    skipped = hostile.StackReport("b", "skipped", reason="toolchain not found: x")
+    good = hostile_run.StackReport("a", "passed")
+    skipped = hostile_run.StackReport("b", "skipped", reason="toolchain not found: x")
     assert hostile.finish([good, skipped]) == 0
-    bad = hostile.StackReport("c", "failed")
+    bad = hostile_run.StackReport("c", "failed")
     bad.set("url-1mb", False, "5xx")
     assert hostile.finish([good, bad]) == 1
 
@@ -243,9 +244,9 @@ def test_every_known_hostile_id_names_a_real_row():
     for m in load_all():
         for entry in m.known_failures:
             check = entry["check"]
-            if not check.startswith(hostile.KNOWN_PREFIX):
+            if not check.startswith(hostile_run.KNOWN_PREFIX):
                 continue
-            rest = check[len(hostile.KNOWN_PREFIX) :]
+            rest = check[len(hostile_run.KNOWN_PREFIX) :]
             if rest.startswith("schemathesis:"):
                 assert rest.split(":", 1)[1].startswith("ST"), f"{m.name}: {check}"
             else:
