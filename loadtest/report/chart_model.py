@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from loadtest.runners.ceiling_site import NAME as CEILING_STACK
+
 SCENARIO_ORDER = ["hello", "kb1", "kb10", "kb100", "workday", "page"]
 CEILING_COLOR = "#000000"
 # matplotlib's tab10 first, then tab20's lighter shades: distinct colours for many stacks.
@@ -59,8 +61,12 @@ def ordered_scenarios(names) -> list[str]:
 
 
 def stack_colors(stacks) -> dict[str, str]:
-    """A colour per stack (hex), the same one in every chart of a run."""
-    return {stack: PALETTE[i % len(PALETTE)] for i, stack in enumerate(sorted(stacks))}
+    """A colour per stack (hex), the same one in every chart of a run whether or not the
+    run measured the ceiling, which is black."""
+    stacks = set(stacks)
+    colors = {stack: PALETTE[i % len(PALETTE)]
+              for i, stack in enumerate(sorted(stacks - {CEILING_STACK}))}  # fmt: skip
+    return colors | ({CEILING_STACK: CEILING_COLOR} if CEILING_STACK in stacks else {})
 
 
 def closed_rows(rows: list[dict]) -> list[dict]:
@@ -84,18 +90,15 @@ def rps_interval(row: dict) -> tuple[float, float]:
 
 
 def per_stack(kind: str, scenario: str, data: list[dict]) -> Figure | None:
-    """A series per stack, each sorted by connections; the ceiling last, in black, so the
-    stacks keep their colours whether or not a run measured the ceiling."""
+    """A series per stack, each sorted by connections, the ceiling last."""
     if not data:
         return None
-    ceilings = {r["stack"] for r in data if r.get("ceiling") or r["stack"] == "ceiling"}
-    colors = stack_colors({r["stack"] for r in data} - ceilings)
+    colors = stack_colors({r["stack"] for r in data})
     series = []
-    for stack in sorted({r["stack"] for r in data}, key=lambda s: (s in ceilings, s)):
+    for stack in sorted(colors, key=lambda s: (s == CEILING_STACK, s)):
         points = sorted((r for r in data if r["stack"] == stack), key=lambda r: r["connections"])
-        ceiling = stack in ceilings
-        series.append(Series(stack, points[0].get("display_name", stack),
-                             CEILING_COLOR if ceiling else colors[stack], ceiling, points))  # fmt: skip
+        series.append(Series(stack, points[0].get("display_name", stack), colors[stack],
+                             stack == CEILING_STACK, points))  # fmt: skip
     return Figure(kind, scenario, series)
 
 
@@ -129,7 +132,7 @@ def sustainable(records: list[dict], scenario: str) -> Figure | None:
     colors = stack_colors(first)
     series = []
     for key, record in sorted(first.items()):
-        ceiling = record["stack"] == "ceiling"
+        ceiling = record["stack"] == CEILING_STACK
         name = record.get("display_name", record["stack"]) + key[len(record["stack"]):]
         series.append(Series(key, name, CEILING_COLOR if ceiling else colors[key], ceiling,
                              [record]))  # fmt: skip

@@ -13,10 +13,12 @@ from pathlib import Path
 from matplotlib.ticker import FuncFormatter
 
 from loadtest.core.verdict import STEADY_MIN_WINDOWS, STEADY_TOLERANCE
-from loadtest.report.chart_model import (Figure, closed_rows, ordered_scenarios, rps_interval,
-                                         search_steps, slo_objective, stack_colors, uncapped)  # fmt: skip
+from loadtest.report.chart_model import (CEILING_STACK, Figure, closed_rows, ordered_scenarios,
+                                         rps_interval, search_steps, slo_objective, stack_colors,
+                                         uncapped)  # fmt: skip
 from loadtest.report.png import CEILING_STYLE, plt, save, thousands
 from loadtest.report.sweep_charts import config_cdf, rps_vs_quota, rps_vs_share, ttfb_chart
+
 
 def rps_vs_connections(figure: Figure, path: Path, note: str) -> Path:
     fig, ax = plt.subplots(figsize=(8.5, 4.8))
@@ -167,7 +169,7 @@ def resources(rows: list[dict], path: Path) -> Path | None:
     data = uncapped(closed_rows(rows))
     if not data:
         return None
-    stacks = sorted({r["stack"] for r in data}, key=lambda s: (s == "ceiling", s))
+    stacks = sorted({r["stack"] for r in data}, key=lambda s: (s == CEILING_STACK, s))
     names = {r["stack"]: r["display_name"] for r in data}
     cpu = {}
     rss = {}
@@ -250,7 +252,7 @@ def warmup_curves(records: list[dict], scenario: str, path: Path) -> Path | None
     colors = stack_colors(list(curves))
     fig, ax = plt.subplots(figsize=(8.5, 4.4))
     for stack, curve in sorted(curves.items()):
-        style = CEILING_STYLE if stack == "ceiling" else {"color": colors[stack]}
+        style = CEILING_STYLE if stack == CEILING_STACK else {"color": colors[stack]}
         ax.plot(range(1, len(curve) + 1), curve, marker="o", markersize=3,
                 label=names[stack], **style)  # fmt: skip
     ax.set_xlabel("warm-up window (1 s each)")

@@ -162,7 +162,7 @@ def test_report_opens_in_headless_chromium_with_every_chart_drawn_and_live(repor
     boxes = chart_boxes(seen)
     assert len(boxes) == charts, seen["boxes"]
     painted = {name: colored_pixels(shot, box) for name, box in boxes.items()}
-    assert all(count > 100 for count in painted.values()), painted
+    assert all(count > 30 for count in painted.values()), painted  # one marker paints ~50
 
 
 def test_a_stack_faster_than_the_ceiling_makes_the_ceiling_invalid_not_a_ratio_below_one(tmp_path):
