@@ -59,15 +59,23 @@ def test_the_engine_sampler_sees_a_busy_server(stack):
     runner = DockerRunner()
     with runner.start(stack, Limits(cpus=(0,)), port=free_port()) as server:
         server.wait_ready(60)
+        group = server.cgroup()
         with load_generator() as load:
             sampler = EngineStatsSampler(LOCAL, server.container_id)
+            before_cgroup = group.cpu_usage_ns()
             sampler.start()
             started = time.monotonic()
             load(server.base_url + "/", 3)
             loaded_s = time.monotonic() - started
             usage = sampler.stop()
+            cgroup_pct = (group.cpu_usage_ns() - before_cgroup) / 1e9 / loaded_s * 100
     assert usage.source == "docker-api" and usage.samples >= 3
     assert usage.rss_peak_bytes and usage.rss_peak_bytes > 1024**2
-    # One pinned core, loaded: near 100% over the load, at most one core at any time.
-    assert 60 <= sampler.active_pct(loaded_s) <= 105
+    # Busy on its one pinned core, as far as other work on this machine lets it
+    # (make test runs other stages beside this one): what the engine reports
+    # over the load is what the kernel charged the container, and never more
+    # than the one core it may use.
+    assert cgroup_pct > 33, "the load did not keep the server busy"
+    assert sampler.active_pct(loaded_s) == pytest.approx(cgroup_pct, abs=15)
+    assert sampler.active_pct(loaded_s) <= 105
     assert usage.cpu_peak_pct <= 110
