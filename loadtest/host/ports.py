@@ -24,11 +24,18 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def ports_are_free() -> bool:
+    """Whether every instance takes a free port (PORTS_VARIABLE)."""
+    return os.environ.get(PORTS_VARIABLE) == "free"
+
+
 def port_or_free(preferred: int) -> int:
-    """`preferred` when nothing listens there, else any free port (a shared machine)."""
-    return free_port() if port_in_use(preferred) else preferred
+    """`preferred` when nothing listens there, else any free port (a shared machine).
+    With PORTS_VARIABLE=free, a free port at once: two instances started together
+    would both find `preferred` unused and both bind it."""
+    return free_port() if ports_are_free() or port_in_use(preferred) else preferred
 
 
 def instance_port(manifest_port: int) -> int:
     """The port a stack instance listens on: its manifest's, or a free one (PORTS_VARIABLE)."""
-    return free_port() if os.environ.get(PORTS_VARIABLE) == "free" else manifest_port
+    return free_port() if ports_are_free() else manifest_port
