@@ -101,6 +101,15 @@ def connect(port: int, timeout: float | None = None) -> socket.socket:
     return sock
 
 
+
+def connected(port: int, result: Exchange) -> socket.socket | None:
+    """A connection for an exchange, or None with the reason in `result.error`."""
+    try:
+        return connect(port)
+    except OSError as exc:
+        result.error = f"connect: {exc.strerror or exc}"
+        return None
+
 class Reader:
     """Reads HTTP/1.1 responses from a socket, remembering how it ended."""
 
@@ -197,10 +206,8 @@ def exchange(
     nothing arrives within the timeout (then `timed_out`).
     """
     result = Exchange()
-    try:
-        sock = connect(port)
-    except OSError as exc:
-        result.error = f"connect: {exc.strerror or exc}"
+    sock = connected(port, result)
+    if sock is None:
         return result
     with sock:
         try:
@@ -402,10 +409,8 @@ def body_on_get(port: int) -> CaseResult:
 def exchange_sequence(port: int, requests: list[bytes]) -> Exchange:
     """Requests one after another on one connection, each sent after the previous answer."""
     result = Exchange()
-    try:
-        sock = connect(port)
-    except OSError as exc:
-        result.error = f"connect: {exc.strerror or exc}"
+    sock = connected(port, result)
+    if sock is None:
         return result
     with sock:
         reader = Reader(sock)
