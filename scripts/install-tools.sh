@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The tools built from source once per machine, each at an exact version and
-# cached in ~/.cache/serverlab (SERVERLAB_CACHE): oha, the open-loop load
-# generator (scripts/install-oha.sh, about 6-9 minutes on 2 cores the first
-# time), and the Docker Compose v2 plugin (scripts/install-compose.sh, about
-# 2.5 minutes). `make test` runs this in the background while its first
+# cached in ~/.cache/serverlab (SERVERLAB_CACHE): the Docker Compose v2 plugin
+# (scripts/install-compose.sh, about 2.5 minutes on 2 cores the first time),
+# and oha, the open-loop load generator (scripts/install-oha.sh, about 6-9
+# minutes). `make test` runs this in the background while its first
 # stages run; a cached tool takes a second.
 #
 # A tool whose toolchain is absent (no cargo, no go) is named and left out;
@@ -33,6 +33,8 @@ build() { # build NAME TOOLCHAIN FAMILY SCRIPT
   fi
 }
 
-build oha cargo cargo scripts/install-oha.sh
+# Compose first: the Docker images of `make test` wait for it, and only the
+# loadgen, built last, waits for oha.
 build compose go go scripts/install-compose.sh
+build oha cargo cargo scripts/install-oha.sh
 exit $status

@@ -4,12 +4,13 @@
 # The order follows what each stage needs (docs/measurements/test-suite.md has
 # the timings):
 #   1. bootstrap, then in the background the tools built once per machine
-#      (oha, Compose v2: scripts/install-tools.sh, cached in ~/.cache/serverlab);
+#      (Compose v2, oha: scripts/install-tools.sh, cached in ~/.cache/serverlab)
+#      and the Docker images of step 5;
 #   2. the fast tests (no server, no build) on both cores;
 #   3. each language's unit tests and each stack's own tests; `check` builds and
 #      verifies every stack, so that later stages only start them;
 #   4. the end-to-end Python tests (real servers) on both cores, each instance
-#      on a free port, while the Docker images build in the background;
+#      on a free port;
 #   5. side by side, the stages that mostly wait: the TLS fronts, the hostile
 #      inputs, the Docker smoke and the remote smoke (on the images of step 4);
 #   6. with nothing else running: the timing tests, the soak and the benches.
@@ -43,6 +44,22 @@ rm -f .build/last-check.json .build/last-stack-tests.json .build/last-remote-smo
 export SERVERLAB_PORTS=free
 
 background tools 1500 bash scripts/install-tools.sh
+# The Docker path: the engine, the stand-in base images and the images the
+# Docker smoke uses, built in the background from here until the Docker smoke:
+# on a fresh machine they take about 20 minutes (docker.io, the stand-ins'
+# packages, Maven's dependencies inside the image). Compose comes first from the
+# tools job (one build at a time: this job waits for it); the loadgen, built
+# last, waits for oha the same way. The daemon started here is stopped at the
+# end, also after Ctrl-C.
+docker_images() {
+  bash scripts/install-compose.sh >/dev/null && bash scripts/docker-daemon.sh start &&
+    "$PY" -m loadtest docker smoke --images-only
+}
+docker_unavailable="$("$PY" -m loadtest docker preflight)"
+if [[ -z "$docker_unavailable" ]]; then
+  trap 'bash scripts/docker-daemon.sh stop' EXIT
+  background docker-images 2400 docker_images
+fi
 
 python_test_dirs() {
   local dirs=(contracts/tests loadtest/tests servers/_shared/python/tests)
@@ -112,17 +129,6 @@ keep_skips check
 
 # oha and Compose are needed from here on.
 await tools
-# The Docker path: the engine, the stand-in base images and the images the
-# Docker smoke uses, built in the background while the end-to-end tests run.
-# The daemon started here is stopped at the end, also after Ctrl-C.
-docker_images() {
-  bash scripts/docker-daemon.sh start && "$PY" -m loadtest docker smoke --images-only
-}
-docker_unavailable="$("$PY" -m loadtest docker preflight)"
-if [[ -z "$docker_unavailable" ]]; then
-  trap 'bash scripts/docker-daemon.sh stop' EXIT
-  background docker-images 2400 docker_images
-fi
 
 # The Docker tests run in docker-smoke, once their images are built.
 stage python-e2e 1500 pytest_group "e2e and not docker" -n 2 --maxschedchunk 1
