@@ -136,6 +136,10 @@ compare: bootstrap ## Compare two runs (ratio per case with its interval, what c
 	@test -n "$(RUNS)" || { echo "usage: make compare RUNS=<old-run-id>,<new-run-id>  (see results/index.html)"; exit 2; }
 	@$(HARNESS) compare '$(RUNS)'
 
+.PHONY: then-and-now
+then-and-now: bootstrap ## Judge the four experiments' claims on the committed runs; writes docs/measurements/then-and-now.md and the handouts
+	@$(HARNESS) then-and-now
+
 .PHONY: aa
 aa: bootstrap ## A/A: the same bench AA_RUNS times (4), every pair compared, the false-alarm rate: make aa PROFILE=smoke REPEAT=3 SERVERS=a,b,c [RUNS=<run>,<run>,...]
 	@$(HARNESS) aa $(BENCH_ARGS) $(call knob,AA_RUNS,times) $(call knob,RUNS,runs)

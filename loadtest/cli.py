@@ -24,6 +24,7 @@ from loadtest.commands import (
     serve,
     soak,
     stacks,
+    then_and_now,
 )
 from loadtest.core.errors import StepError
 from loadtest.core.manifest import ManifestError
@@ -31,8 +32,8 @@ from loadtest.core.mirror import OfflineChoiceError
 from loadtest.host import registries
 
 COMMANDS = (
-    stacks, check, serve, bench, report, compare, aa, scaffold, labs, hostile, soak, docker,
-    mirror, remote,
+    stacks, check, serve, bench, report, compare, then_and_now, aa, scaffold, labs, hostile, soak,
+    docker, mirror, remote,
 )  # fmt: skip
 # The commands that build stacks or fetch packages: before them, each package family is
 # pointed at its registry or at the mirror (OFFLINE, else a probe of each registry,

@@ -1,0 +1,217 @@
+"""The then-and-now page and one handout per experiment, written from the claim files
+and the committed runs alone, so that the same files give the same bytes.
+
+The page is `docs/experiments/then-and-now.template.md` with its placeholders
+filled: the rule, the counts and a table per experiment. The prose around the
+tables lives in the template and in the claim files (each experiment's `intro`,
+each claim's `why`); everything with a figure in it is generated here.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from loadtest.core.change import MIN_EFFECT, MIN_ROUNDS, POWER, SIGNIFICANCE
+from loadtest.core.manifest import REPO_ROOT
+from loadtest.report.claims import EXPERIMENTS_DIR, Experiment, load_all
+from loadtest.report.run_rounds import CommittedRun, Rounds, open_run
+from loadtest.report.then_and_now import (
+    FAILS,
+    HOLDS,
+    UNDECIDED,
+    VERDICTS,
+    Comparison,
+    Judged,
+    counts,
+    figure,
+    judge_experiment,
+)
+
+PAGE = REPO_ROOT / "docs" / "measurements" / "then-and-now.md"
+TEMPLATE = EXPERIMENTS_DIR / "then-and-now.template.md"
+HANDOUTS = REPO_ROOT / "docs" / "labs" / "then-and-now"
+
+UNITS = {
+    "rps": ("req/s", "{:,.0f}"), "latency_mean_ms": ("ms mean", "{:.2f}"),
+    "latency_p75_ms": ("ms p75", "{:.2f}"), "latency_p95_ms": ("ms p95", "{:.2f}"),
+    "mb_per_s": ("MB/s", "{:.2f}"), "bytes_per_response": ("B a response", "{:.0f}"),
+    "header_bytes": ("header B", "{:.0f}"), "rss_mb": ("MB RSS", "{:.1f}"),
+    "cpu_pct": ("% CPU", "{:.0f}"), "error_share": ("errors", "{:.1%}"),
+    "errors": ("errors", "{:,.0f}"),
+}  # fmt: skip
+MARKS = {HOLDS: "**holds**", FAILS: "**does not hold**", UNDECIDED: "cannot tell"}
+
+RULE = (
+    f"A claim is tested as a comparison over one run's rounds by the rule of `make compare` "
+    f"(`loadtest/core/change.py`): Welch's t on the logarithm of the figure over "
+    f"{MIN_ROUNDS} or more rounds a side, the comparisons of one experiment corrected "
+    f"together (Benjamini-Hochberg, q < {SIGNIFICANCE:g}), nothing under the "
+    f"{MIN_EFFECT:.0%} floor called a difference. A ratio claim (a is r times b) holds "
+    f"when a and r times b show no change; an order claim (a above b) holds when a is "
+    f"above b by a change the rule calls, and does not hold when the change goes the other "
+    f"way or no difference beyond the floor is seen. Beside every verdict that is not a "
+    f"change: the smallest difference the run could have detected with {POWER:.0%} power. "
+    f"Figures without spread (the bytes of a response) are judged against the floor alone; "
+    f"error counts, which may be zero, as bounds every round must meet. A comparison "
+    f"resting on a round that carries any flag of `loadtest/report/flags.py` (client-bound, "
+    f"NOISY, NOT-STEADY, COLD, DRIFTED, STALL, UNEVEN, RECONNECTS) is **cannot tell**, "
+    f"with the flag named and what the rule would have said. A claim holds when each of "
+    f"its comparisons holds, and does not hold when one does not."
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Judgement:
+    experiment: Experiment
+    runs: dict[str, CommittedRun]
+    judged: list[Judged]
+
+
+def judge_all_experiments(experiments: list[Experiment] | None = None,
+                          measurements: Path | None = None) -> list[Judgement]:  # fmt: skip
+    """Every experiment's claims judged on the runs its file names."""
+    out = []
+    for experiment in experiments if experiments is not None else load_all():
+        runs = {key: (open_run(name, measurements) if measurements else open_run(name))
+                for key, name in experiment.runs.items()}  # fmt: skip
+        out.append(Judgement(experiment, runs, judge_experiment(experiment, runs)))
+    return out
+
+
+def shown(metric: str, rounds: Rounds | None) -> str:
+    value = figure(rounds)
+    if value is None:
+        return "-"
+    unit, pattern = UNITS[metric]
+    return f"{pattern.format(value)} {unit}"
+
+
+def comparison_text(metric: str, c: Comparison) -> str:
+    """'sanic hello c=150 6,925 req/s / uvloop hello c=150 21,552 req/s = 0.32 (0.30-0.34)'."""
+    text = f"{c.a.label} {shown(metric, c.a_rounds)}"
+    if c.b is not None:
+        text += f" / {c.b.label} {shown(metric, c.b_rounds)}"
+    elif c.constant is not None:
+        text += f" / {c.constant:g}"
+    if c.ratio is not None and (c.b is not None or c.constant is not None):
+        text += f" = {c.ratio:.2f}"
+        text += f" ({c.interval[0]:.2f}-{c.interval[1]:.2f})" if c.interval else ""
+    return text
+
+
+def verdict_text(c: Comparison) -> str:
+    text = MARKS[c.verdict] + (f": {c.detail}" if c.detail else "")
+    return text
+
+
+def cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def claim_row(item: Judged, handout: str) -> str:
+    claim = item.claim
+    now = "<br>".join(cell(comparison_text(claim.metric, c)) for c in item.comparisons)
+    why = "<br>".join(cell(verdict_text(c)) for c in item.comparisons)
+    title = f"[{cell(claim.title)}]({handout}#{claim.id})"
+    return (f"| {title} (`{claim.source}`) | {cell(claim.then)} | {now} (`{item.run}`) | "
+            f"{MARKS[item.verdict]} | {why} |")  # fmt: skip
+
+
+def run_line(key: str, run: CommittedRun) -> str:
+    knobs = run.knobs
+    stacks = ", ".join(knobs.get("servers") or [])
+    skipped = sorted((run.info.get("failed_stacks") or {}))
+    levels = ", ".join(str(c) for c in knobs.get("connections") or [])
+    quotas = ", ".join(f"{q:g}" for q in knobs.get("server_cpu_quota") or [])
+    text = (f"- `{run.name}` ({key}): {knobs.get('tool')}, {levels} connections, "
+            f"{knobs.get('repeat')} rounds")  # fmt: skip
+    text += f", CPU quota {quotas}" if quotas else ""
+    text += f", memory {knobs['server_memory']}" if knobs.get("server_memory") else ""
+    text += f"; stacks: {stacks}" + (f" (not run here: {', '.join(skipped)})" if skipped else "")
+    text += "" if run.from_records else "; committed with summary.csv only"
+    return text + "."
+
+
+def count_line(judged: list[Judged], untestable: int) -> str:
+    found = counts(judged)
+    parts = ", ".join(f"{found[v]} {v}" for v in VERDICTS)
+    return f"{len(judged)} claims tested: {parts}; {untestable} not testable here."
+
+
+def experiment_section(judgement: Judgement, page_dir: Path) -> str:
+    experiment = judgement.experiment
+    handout = relative(handout_path(experiment), page_dir)
+    out = [f"## {experiment.title}", "", experiment.intro, ""]
+    out += [count_line(judgement.judged, len(experiment.untestable)), "", "Runs:", ""]
+    out += [run_line(key, run) for key, run in judgement.runs.items()]
+    out += ["", "| claim (source) | then | now (run) | verdict | why |", "| --- | --- | --- | --- | --- |"]
+    out += [claim_row(item, handout) for item in judgement.judged]
+    out += ["", "Not testable here:", "", "| the original said (source) | why not here |", "| --- | --- |"]
+    out += [f"| {cell(u.translation or u.words)} (`{u.source}`) | {cell(u.reason)} |"
+            for u in experiment.untestable]  # fmt: skip
+    return "\n".join(out)
+
+
+def relative(path: Path, start: Path) -> str:
+    """A link from a page in `start` to `path`."""
+    return Path(os.path.relpath(path, start)).as_posix()
+
+
+def handout_path(experiment: Experiment) -> Path:
+    return HANDOUTS / f"{experiment.name}.md"
+
+
+def page(judgements: list[Judgement], template: str) -> str:
+    all_judged = [item for j in judgements for item in j.judged]
+    untestable = sum(len(j.experiment.untestable) for j in judgements)
+    sections = "\n\n".join(experiment_section(j, PAGE.parent) for j in judgements)
+    filled = (template.replace("{{rule}}", RULE)
+              .replace("{{counts}}", count_line(all_judged, untestable))
+              .replace("{{experiments}}", sections))  # fmt: skip
+    return filled.rstrip("\n") + "\n"
+
+
+def quoted(words: str) -> list[str]:
+    return ["> " + line if line else ">" for line in words.splitlines()]
+
+
+def handout(judgement: Judgement) -> str:
+    experiment = judgement.experiment
+    source = relative(experiment.path, HANDOUTS)
+    out = [f"# Then and now: {experiment.title}", "",
+           "A handout: each claim of the original, the figure then, the figure measured "
+           "here, the verdict and why. Generated by `make then-and-now` from "
+           f"[`{experiment.path.name}`]({source}) and the runs below; the method is on "
+           f"[the then-and-now page]({relative(PAGE, HANDOUTS)}).", ""]  # fmt: skip
+    out += [run_line(key, run) for key, run in judgement.runs.items()] + [""]
+    for number, item in enumerate(judgement.judged, 1):
+        out += claim_section(number, item)
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+def claim_section(number: int, item: Judged) -> list[str]:
+    claim = item.claim
+    out = [f'<a id="{claim.id}"></a>', f"## {number}. {claim.title}", ""]
+    out += quoted(claim.words) + [">", f"> (`{claim.source}`)", ""]
+    if claim.translation:
+        out += [f"In English: {claim.translation}", ""]
+    now = "<br>".join(cell(comparison_text(claim.metric, c)) for c in item.comparisons)
+    why = "<br>".join(cell(verdict_text(c)) for c in item.comparisons)
+    out += ["| | |", "| --- | --- |", f"| figure then | {cell(claim.then)} |",
+            f"| figure now (`{item.run}`) | {now} |", f"| verdict | {MARKS[item.verdict]} |",
+            f"| by the rule | {why} |", ""]  # fmt: skip
+    return out + ([claim.why, ""] if claim.why else [])
+
+
+def write_all(judgements: list[Judgement]) -> list[Path]:
+    """The page and the handouts, written; returns their paths."""
+    PAGE.write_text(page(judgements, TEMPLATE.read_text()))
+    HANDOUTS.mkdir(parents=True, exist_ok=True)
+    written = [PAGE]
+    for judgement in judgements:
+        path = handout_path(judgement.experiment)
+        path.write_text(handout(judgement))
+        written.append(path)
+    return written
