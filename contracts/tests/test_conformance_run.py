@@ -79,7 +79,7 @@ def test_cli_json_report_has_the_documented_schema(reference):
     assert report["base_url"] == reference.url
     assert report["seed"] == 7
     assert report["failed"] == 0 and report["passed"] == len(report["checks"])
-    assert 2.0 < report["duration_s"] < 30
+    assert 0.0 < report["duration_s"] < 30
     for check in report["checks"]:
         assert set(check) == {"id", "category", "ok", "detail"}
         assert check["category"] in {
