@@ -1,23 +1,27 @@
 """One stack instance of a run: start it, verify it once, measure its cases, stop it.
 
-An `InstanceRunner` works for one `Bench` (loadtest/bench/run.py): a failure
-of one instance is recorded there with its step and output, and the run
-carries on with the next instance.
+An `InstanceRunner` is given the run's `RunContext` and the `CaseRunner` that
+measures its cases. `run` returns what happened (`InstanceOutcome`): the
+records written, whether the stack passed its verification, the failure that
+ended the instance. The run (bench/run.py) records the failure and carries on
+with the next instance.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import resource
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from rich.markup import escape
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from loadtest.bench import plan
+from loadtest.bench.case import CaseRunner
+from loadtest.bench.context import RunContext
 from loadtest.bench.plan import Instance
+from loadtest.bench.results import WriteFailed
 from loadtest.core.errors import StepError
 from loadtest.core.runner import Limits
 from loadtest.measure.tools.base import ToolError
@@ -31,131 +35,99 @@ STOP_TIMEOUT_S = 15.0
 PAUSE_BETWEEN_CASES_S = 0.3
 
 
-class WriteFailed(Exception):
-    """results.jsonl, run.json or a raw output could not be written (full disk, read-only)."""
+@dataclass
+class InstanceOutcome:
+    """What one instance gave back to the run."""
 
-    def __init__(self, stack: str | None, error: OSError) -> None:
-        where = f"[{stack}] " if stack else ""
-        why = error.strerror or str(error)
-        super().__init__(
-            f"{where}writing results failed: {why} ({os.fsdecode(error.filename or '')})"
-        )
-        self.stack = stack
-        self.error = error
+    records: list[dict] = field(default_factory=list)  # its measurements and re-check
+    verified: bool = False  # it passed the contract's checks in this instance
+    failure: StepError | None = None  # the step that ended it, to record as failed
 
 
 class InstanceRunner:
-    def __init__(self, bench) -> None:
-        self.bench = bench
-
-    def measure(self, the_plan: list[Instance]) -> None:
-        """Every instance still to do, under one progress bar."""
-        k = self.bench.knobs
-        _pin_harness(k.client_cpus)
-        _raise_file_limit()
-        todo = self.bench.remaining(the_plan)
-        self.bench.cases_total = sum(len(i.cases) for i in todo)
-        columns = (
-            TextColumn("[bold]{task.description}"),
-            BarColumn(),
-            TextColumn("{task.fields[cases]}"),
-            TimeElapsedColumn(),
-            TextColumn("ETA"),
-            TimeRemainingColumn(),
-        )
-        estimate = plan.estimate_seconds(k, todo, self.bench.primed())
-        with Progress(*columns, console=self.bench.console, transient=False) as progress:
-            self.bench.progress = progress
-            self.bench.task = progress.add_task(
-                "bench", total=estimate, cases=f"0/{self.bench.cases_total}"
-            )
-            seen: set[str] = set(self.bench.verified)
-            for instance in todo:
-                verify = instance.stack not in seen and instance.stack != calibration.NAME
-                seen.add(instance.stack)
-                primed = self.bench.primed().get(instance.stack, 0.0)
-                budget = plan.instance_seconds(k, instance, verify, primed)
-                spent_before = progress.tasks[0].completed
-                self.run_instance(instance)
-                # Keep the bar honest when an instance was skipped or cut short.
-                progress.update(self.bench.task, completed=spent_before + budget)
-            self.bench.progress = None
+    def __init__(self, context: RunContext, cases: CaseRunner) -> None:
+        self.context = context
+        self.cases = cases
 
     def start_server(self, instance: Instance):
-        k = self.bench.knobs
+        k = self.context.knobs
         if instance.stack == calibration.NAME:
-            engine = getattr(self.bench.runner, "engine", None)
+            engine = getattr(self.context.runner, "engine", None)
             if engine is not None and engine.remote:  # on the stacks' host, in a container
                 return calibration.CeilingContainer(engine, k.server_cpus)
-            folder = self.bench.folder / "calibration"
-            return calibration.CalibrationServer(folder, k.server_cpus)
+            return calibration.CalibrationServer(self.context.folder / "calibration", k.server_cpus)
         cpus = plan.server_cpus_for(k, instance.cores)
         limits = Limits(cpus=cpus, cpu_quota=instance.quota, memory=k.memory_bytes)
-        return self.bench.runner.start(self.bench.manifests[instance.stack], limits)
+        return self.context.runner.start(self.context.manifests[instance.stack], limits)
 
-    def run_instance(self, instance: Instance) -> None:
+    def run(self, instance: Instance, verify: bool) -> InstanceOutcome:
+        """Start, verify (when asked), measure and stop one instance."""
         stack = instance.stack
-        if stack in self.bench.failed:
-            return
-        if stack != calibration.NAME and stack not in self.bench.manifests:
-            return
-        label = stack + (f" quota {instance.quota:g}" if instance.quota is not None else "")
-        label += f" {instance.cores} core(s)" if instance.cores else ""
-        self.bench.progress.update(self.bench.task, description=f"{label} r{instance.repetition}")
+        outcome = InstanceOutcome()
+        self.context.status.doing(f"{label(instance)} r{instance.repetition}")
         server = None
         step = "start"  # named in the message of an unexpected OSError
         try:
             server = self.start_server(instance)
             step = "wait-ready"
             ready = server.wait_ready(READY_TIMEOUT_S)
-            self.bench.prioritize(server)
-            self.bench.record_front(stack, server)
-            if stack != calibration.NAME and stack not in self.bench.verified:
+            self.context.prioritize(server)
+            self.context.record_front(stack, server)
+            if verify:
                 step = "verify"
                 self.verify(stack, server, ready)
+                outcome.verified = True
             step = "load"
-            self.bench.cases.begin_instance(server, stack)
-            self.bench.cases.measure_response_bytes(stack, server, instance)
-            current_scenario = None
-            warmed = None
-            for case in instance.cases:
-                if case.scenario != current_scenario:
-                    current_scenario = case.scenario
-                    warmed = self.bench.cases.warm_up(server, instance, case.scenario)
-                self.bench.cases.run(server, instance, case, warmed)
-                if not server.is_alive():
-                    raise StepError(
-                        stack, "load",
-                        f"server exited during {case.scenario} at {case.connections} connections",
-                        server.output_tail(),
-                    )  # fmt: skip
-                time.sleep(PAUSE_BETWEEN_CASES_S)
-            # The first case once more: did the instance change pace while measured?
-            self.bench.cases.recheck(server, instance)
+            outcome.records = self.measure_cases(server, instance)
             step = "stop"
             code = server.stop(STOP_TIMEOUT_S)
             server = None
-            self.bench.record_stack(stack, "stop", "ok", f"exit code {code}",
-                              repetition=instance.repetition)  # fmt: skip
+            self.context.journal.stack(stack, "stop", "ok", f"exit code {code}",
+                                       repetition=instance.repetition)  # fmt: skip
         except ToolError as exc:
-            self.bench.fail(StepError(stack, "load", str(exc)), instance.repetition)
+            outcome.failure = StepError(stack, "load", str(exc))
         except StepError as exc:
             if exc.step == "stop":
                 # Measured fine, stopped badly: keep its numbers, record the stop.
                 server = None
-                self.bench.record_stack(stack, "stop", "unclean", exc.message,
-                                  output=exc.output[-4000:], repetition=instance.repetition)  # fmt: skip
-                self.bench.say(f"[yellow]! {escape(exc.explain())}[/]")
+                self.context.journal.stack(stack, "stop", "unclean", exc.message,
+                                           output=exc.output[-4000:],
+                                           repetition=instance.repetition)  # fmt: skip
+                self.context.status.say(f"[yellow]! {escape(exc.explain())}[/]")
             else:
-                self.bench.fail(exc, instance.repetition)
+                outcome.failure = exc
         except OSError as exc:
             if self.in_results(exc):  # a full disk or a read-only folder: the run stops
                 raise WriteFailed(stack, exc) from exc
-            self.bench.fail(StepError(stack, step, str(exc)), instance.repetition)
+            outcome.failure = StepError(stack, step, str(exc))
         finally:
-            self.bench.cases.end_instance()
+            self.cases.end_instance()
             if server is not None:
                 server.kill()
+        return outcome
+
+    def measure_cases(self, server, instance: Instance) -> list[dict]:
+        """Every case of the instance in order, a warm-up before each scenario's first,
+        then the first case once more: did the instance change pace while measured?"""
+        self.cases.begin_instance(server, instance.stack)
+        self.cases.measure_response_bytes(instance.stack, server, instance)
+        records = []
+        current_scenario = None
+        warmed = None
+        for case in instance.cases:
+            if case.scenario != current_scenario:
+                current_scenario = case.scenario
+                warmed = self.cases.warm_up(server, instance, case.scenario)
+            records.append(self.cases.run(server, instance, case, warmed))
+            if not server.is_alive():
+                raise StepError(
+                    instance.stack, "load",
+                    f"server exited during {case.scenario} at {case.connections} connections",
+                    server.output_tail(),
+                )  # fmt: skip
+            time.sleep(PAUSE_BETWEEN_CASES_S)
+        records.append(self.cases.recheck(server, instance))
+        return [r for r in records if r is not None]
 
     def in_results(self, exc: OSError) -> bool:
         """Did this error come from writing into the results folder?"""
@@ -165,13 +137,13 @@ class InstanceRunner:
             return (
                 Path(os.fsdecode(exc.filename))
                 .resolve()
-                .is_relative_to(self.bench.folder.resolve())
+                .is_relative_to(self.context.folder.resolve())
             )
         return False
 
     def verify(self, stack: str, server, ready_s: float) -> None:
-        manifest = self.bench.manifests[stack]
-        self.bench.progress.update(self.bench.task, description=f"{stack} verify")
+        manifest = self.context.manifests[stack]
+        self.context.status.doing(f"{stack} verify")
         report = run_conformance(manifest, server.base_url, tls_cert=server_cert(server))
         failures = [
             f"{c['id']}: {c.get('detail', '')}" for c in report.get("checks", []) if not c.get("ok")
@@ -184,24 +156,17 @@ class InstanceRunner:
             raise StepError(
                 stack, "verify", message, "\n".join(failures[:40]) or server.output_tail()
             )
-        self.bench.verified.add(stack)
-        self.bench.record_stack(
+        self.context.journal.stack(
             stack, "verify", "ok", f"{report.get('passed', 0)} checks passed",
             ready_s=round(ready_s, 2), observed=observed,
         )  # fmt: skip
-        self.bench.say(f"[green]✓ {escape(stack)}: {report.get('passed', 0)} conformance checks passed[/] "
-                 f"(ready in {ready_s:.1f} s)")  # fmt: skip
+        self.context.status.say(f"[green]✓ {escape(stack)}: {report.get('passed', 0)} conformance "
+                                f"checks passed[/] (ready in {ready_s:.1f} s)")  # fmt: skip
 
 
-def _pin_harness(cpus: tuple[int, ...]) -> None:
-    """Keep the harness (sampler, bookkeeping) off the server cores."""
-    with contextlib.suppress(OSError):
-        os.sched_setaffinity(0, cpus)
-
-
-def _raise_file_limit() -> None:
-    """Thousands of connections need thousands of descriptors (tools and servers inherit)."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if hard == resource.RLIM_INFINITY or hard > soft:
-        with contextlib.suppress(ValueError, OSError):
-            resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 1_048_576), hard))
+def label(instance: Instance) -> str:
+    """The instance as the progress bar names it: its stack, quota and cores."""
+    text = instance.stack
+    text += f" quota {instance.quota:g}" if instance.quota is not None else ""
+    text += f" {instance.cores} core(s)" if instance.cores else ""
+    return text

@@ -110,6 +110,25 @@ def server_cpus_for(knobs: Knobs, cores: int | None) -> tuple[int, ...]:
     return tuple(order[:cores])
 
 
+def warmup_connections(instance: Instance, scenario: str) -> int:
+    """The connections a scenario is warmed up and primed at: the highest level the
+    instance measures it at (one rule for both, so a JIT is primed on the load it meets)."""
+    return max(c.connections for c in instance.cases if c.scenario == scenario)
+
+
+def remaining(the_plan: list[Instance], done: set[str]) -> list[Instance]:
+    """The plan without the cases already measured (`done`: their keys, from --resume)."""
+    if not done:
+        return the_plan
+    todo = []
+    for instance in the_plan:
+        cases = [c for c in instance.cases if c.key not in done]
+        if cases:
+            todo.append(Instance(instance.stack, instance.quota, instance.repetition, cases,
+                                 instance.cores))  # fmt: skip
+    return todo
+
+
 def _scenario_cases(
     knobs: Knobs, stack, quota, scenario, repetition, cores=None, over_tls=False
 ) -> list[Case]:

@@ -6,6 +6,7 @@ import datetime as dt
 import sys
 
 from loadtest.bench.results import git_info, host_info
+from loadtest.core.errors import StepError
 from loadtest.core.knobs import Knobs
 from loadtest.core.manifest import REPO_ROOT
 from loadtest.measure.tools import TOOLS, get_tool
@@ -80,3 +81,28 @@ def runtime_ran(run_info: dict | None, manifest) -> str | None:
         return info["runtime_native"]
     inside = "; ".join(sorted(set(info.get("standin_content", {}).values())))
     return inside or f"{manifest.runtime} {manifest.runtime_version}"
+
+
+def record_dependencies(runner, manifest, run_info: dict) -> str | None:
+    """The stack's resolved dependency list, next to its manifest in run.json; the
+    problem, when the list cannot be read.
+
+    Such a list is recorded as unreadable and shown; it does not keep the stack
+    out of the run (its lock files are checked by make test).
+    """
+    entry = run_info["stacks"].setdefault(manifest.name, manifest.provenance())
+    entry.pop("dependencies_error", None)
+    lister = getattr(runner, "dependencies", None)
+    if lister is None:
+        entry["dependencies"] = None
+        entry["dependencies_error"] = f"the {runner.name} runner does not list them"
+        return None
+    try:
+        entry["dependencies"] = lister(manifest)
+    except StepError as exc:
+        entry["dependencies"] = None
+        # The command's own words (its stderr's tail), not only that it failed.
+        entry["dependencies_error"] = exc.message + (f": {exc.output.strip()[-1500:]}"
+                                                     if exc.output.strip() else "")  # fmt: skip
+        return str(exc)
+    return None

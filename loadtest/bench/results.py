@@ -46,6 +46,19 @@ def run_folder(run: str, root: Path = RESULTS_ROOT) -> Path:
     return root / run
 
 
+class WriteFailed(Exception):
+    """results.jsonl, run.json or a raw output could not be written (full disk, read-only)."""
+
+    def __init__(self, stack: str | None, error: OSError) -> None:
+        where = f"[{stack}] " if stack else ""
+        why = error.strerror or str(error)
+        super().__init__(
+            f"{where}writing results failed: {why} ({os.fsdecode(error.filename or '')})"
+        )
+        self.stack = stack
+        self.error = error
+
+
 class ResultsWriter:
     """Appends records to results.jsonl, durably, one line per record."""
 

@@ -26,44 +26,46 @@ and the test that proves what happens.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import datetime as dt
 import json
 import os
+import resource
 import signal
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import Progress
 
 from loadtest.bench import plan
-from loadtest.bench.case import CaseRunner, now, peak_key
+from loadtest.bench.case import CaseRunner, peak_key
 from loadtest.bench.clients import LoadClients
 from loadtest.bench.console import PlanContext, print_plan
-from loadtest.bench.instance import InstanceRunner, WriteFailed
+from loadtest.bench.context import Journal, RunContext, Status
+from loadtest.bench.instance import InstanceRunner
 from loadtest.bench.plan import Instance
-from loadtest.bench.provenance import provenance
+from loadtest.bench.provenance import provenance, record_dependencies
 from loadtest.bench.results import (
     RESULTS_FILE,
     RUN_FILE,
     ResultsWriter,
+    WriteFailed,
     read_records,
     write_json_atomic,
 )
+from loadtest.bench.setup import needed_tools, set_up
 from loadtest.core.errors import StepError
 from loadtest.core.knobs import KnobError, Knobs
 from loadtest.core.manifest import Manifest, ManifestError, load, stack_ids, stack_names
 from loadtest.core.runner import RunnerUnavailable
 from loadtest.core.verdict import JIT_BOUND_S
-from loadtest.host.priority import can_raise, raise_priority
+from loadtest.host.priority import can_raise
 from loadtest.measure import jit
-from loadtest.measure.tools import get_tool
 from loadtest.measure.tools.base import HOST, Executor, ToolError
-from loadtest.measure.tools.oha import install_oha
 from loadtest.runners import calibration, front
-from loadtest.runners.choose import choose_runner, docker_problem, get_runner
 
 
 class Bench:
@@ -82,136 +84,35 @@ class Bench:
         self.warmups: dict[str, float] = {}
         self.failed: dict[str, str] = {}  # stack -> why it is out of the run
         self.contracts: dict[str, str] = {}  # stack -> "api" | "static"
-        self.verified: set[str] = set()
-        self.done: set[str] = set()
-        self.seq = 0
+        self.previous = Previous()  # what an earlier run of the folder measured (--resume)
         self.interrupted = False
         self.write_failed: WriteFailed | None = None
-        self.writer: ResultsWriter | None = None
-        self.run_info: dict | None = None
-        self.progress: Progress | None = None
-        self.task = None
-        self.cases_total = 0
-        self.cases_run = 0
+        self.journal: Journal | None = None
+        self.status = Status(console)
         self.runner_choice: dict = {}
         # Where load tools run: this host, or the loadgen container in a Docker run.
         self.executor: Executor = HOST
         self.load_clients = LoadClients(knobs)  # the loadgen containers of a Docker run
         # The nice value actually used: the knob when this process may raise it.
         self.priority = knobs.priority if can_raise(knobs.priority) else 0
-        self.cases = CaseRunner(self)
-        self.instances = InstanceRunner(self)
         self.measuring = False  # True once results.jsonl is open: the command then reports
 
-    def say(self, text: str) -> None:
-        (self.progress.console if self.progress else self.console).print(text)
-
     def stacks(self) -> list[str]:
-        # SERVERS may name a variant (nginx-static@stock); the default is every
-        # stack's default configuration.
-        known = stack_ids()
-        wanted = self.knobs.servers or stack_names()
-        missing = [s for s in wanted if s not in known]
-        if missing and not self.knobs.servers_from_profile:
-            raise KnobError(
-                f"SERVERS: unknown stack(s) {', '.join(missing)}; known: {', '.join(known)}"
-            )
-        for name in missing:
-            self.console.print(
-                f"[yellow]profile {self.knobs.profile}: no stack {name!r} here, skipped[/]"
-            )
-        return [s for s in wanted if s in known]
+        return wanted_stacks(self.knobs, self.console.print)
 
-    def choose_runner(self) -> None:
-        """Resolve RUNNER=auto, say which runner and why (raises RunnerUnavailable)."""
-        requested = self.knobs.runner
-        stacks = list(self.readable.values())
-        chosen, reason = choose_runner(
-            requested, probe=lambda: docker_problem(stacks), tools=self.needed_tools()
-        )
-        if self.resume and requested != "auto":
-            reason = f"the run's own runner ({reason})"
-        self.knobs = dataclasses.replace(self.knobs, runner=chosen)
-        self.runner_choice = {"requested": requested, "chosen": chosen, "reason": reason}
-        self.console.print(f"runner: {chosen} — {escape(reason)}")
-
-    def needed_tools(self) -> list[str]:
-        # wrk also warms up and finds the peak; h2load warms up its own cases.
-        tools = {self.knobs.tool, self.knobs.tls_tool} - {""}
-        return sorted(tools if tools == {"h2load"} else tools | {"wrk"})
-
-    def check_tools(self) -> None:
-        if self.knobs.runner == "docker":
-            # The tools are the loadgen image's, checked when it starts (start_client).
-            needed: list[str] = []
-        else:
-            needed = self.needed_tools()
-        for name in needed:
-            tool = get_tool(name)
-            if name == "oha" and not tool.available():
-                install_oha(self.console.print)
-            if not tool.available():
-                hint = "scripts/install-oha.sh" if name == "oha" else "make bootstrap"
-                why = next((f"{knob}={name}" for knob, value in
-                            (("TOOL", self.knobs.tool), ("TLS_TOOL", self.knobs.tls_tool))
-                            if value == name), "warm-up and peak runs")  # fmt: skip
-                raise KnobError(
-                    f"tools: load tool {name} not found on PATH (needed for {why}); install it "
-                    f"with {hint}; nothing was built, started or measured"
-                )
-        if self.knobs.priority and not self.priority:
-            self.console.print(
-                f"[yellow]PRIORITY={self.knobs.priority} needs root or CAP_SYS_NICE: "
-                "running at normal priority (other work on the host competes more)[/]"
-            )
-        # The ceiling on another host runs in the loadgen image, which holds nginx.
-        if self.knobs.calibration and not self.knobs.server_host and not calibration.nginx_path():
-            self.console.print(
-                "[bold yellow]!! nginx not found: the calibration ceiling is NOT measured "
-                "(install Debian's nginx-light, or run make bootstrap)[/]"
-            )
-            self.knobs = dataclasses.replace(self.knobs, calibration=False)
-
-    def use_front(self) -> None:
-        """FRONT=nginx|apache: every stack is started behind that TLS front; FRONT=self:
-        every stack serves TLS itself ([self_tls])."""
-        kind = self.knobs.front
-        if kind == "none":
-            return
-        refusal = front.refusal(kind, list(self.readable.values()))
-        if refusal:
-            raise KnobError(refusal)
-        # The front's rendered config, pid and temp files, and the run's
-        # certificate, live in the results folder next to the numbers.
-        self.runner = front.wrap(self.runner, kind, self.folder / "front", self.folder / "tls")
-
-    def record_front(self, stack: str, server) -> None:
-        """The front's whole rendered config, once per stack, into run.json."""
-        fronted = getattr(server, "front", None)
-        if fronted is None or self.run_info is None:
-            return
-        configs = self.run_info.setdefault("front", {}).setdefault("configs", {})
-        if stack in configs:
-            return
-        configs[stack] = {
-            "file": str(fronted.config_path.relative_to(self.folder.resolve())),
-            "text": fronted.config_text,
-        }
-        write_json_atomic(self.folder / RUN_FILE, self.run_info)
+    def set_up(self) -> list[str]:
+        """The stacks, their manifests, the runner and the tools; raises the reason
+        the run cannot start (KnobError, ToolError, RunnerUnavailable)."""
+        stacks = self.stacks()
+        self.readable, self.unreadable = read_manifests(stacks)
+        settled = set_up(self.knobs, self.readable, self.folder, self.resume, self.priority,
+                         self.console.print)  # fmt: skip
+        self.knobs, self.runner, self.runner_choice = settled.knobs, settled.runner, settled.choice
+        return stacks
 
     def run(self, dry_run: bool = False) -> int:
         try:
-            stacks = self.stacks()
-            self.readable, self.unreadable = read_manifests(stacks)
-            self.choose_runner()
-            self.check_tools()
-            try:
-                self.runner = get_runner(self.knobs.runner, self.knobs.server_host)
-            except (ImportError, ValueError) as exc:
-                raise KnobError(f"RUNNER={self.knobs.runner}: not available ({exc})") from None
-            # A tls = true stack's certificate lives in the results folder.
-            self.runner.tls_folder = self.folder / "tls"
-            self.use_front()
+            stacks = self.set_up()
         except (KnobError, ToolError, RunnerUnavailable) as exc:
             self.console.print(f"[red]bench: {escape(str(exc))}[/]")
             return 2
@@ -220,90 +121,88 @@ class Bench:
         over_tls = stacks_over_tls(self.readable, self.knobs.front)
         the_plan = plan.build_plan(self.knobs, stacks, self.contracts, over_tls)
         if self.resume:
-            self.load_previous()
+            self.previous = read_previous(self.folder)
+            self.console.print(f"  resume: {len(self.previous.done)} measurement(s) "
+                               f"already in {self.folder}")  # fmt: skip
         # Stacks that cannot run here are not in the estimate, and the printout says so.
-        self.unavailable = self.unavailable_stacks()
-        expected = [i for i in self.remaining(the_plan) if i.stack not in self.unavailable]
+        self.unavailable = unavailable_stacks(self.runner, self.readable)
+        expected = [i for i in plan.remaining(the_plan, self.previous.done)
+                    if i.stack not in self.unavailable]  # fmt: skip
         print_plan(
             self.console, self.knobs, stacks, expected,
             PlanContext(
-                self.contracts, self.primed(), self.priority, self.folder, self.unavailable
+                self.contracts, self.warmups, self.priority, self.folder, self.unavailable
             ),
         )  # fmt: skip
         if dry_run:
             return 0
+        run_info = self.open_results()
+        if run_info is None:
+            return 2
+        self.measuring = True
+        with interruptible():
+            try:
+                # The load client first: without it no stack could be measured.
+                if self.start_client(run_info):
+                    self.prepare(stacks, run_info)
+                    self.write_run_info(run_info)
+                    self.measure(the_plan, run_info)
+            except KeyboardInterrupt:
+                self.interrupted = True
+                self.console.print("[bold yellow]interrupted: keeping every measurement so "
+                                   "far, writing the summary[/]")  # fmt: skip
+            except WriteFailed as exc:
+                # Every later record would fail the same way: stop, keep what is on disk.
+                self.write_failed = exc
+                self.console.print(
+                    f"[bold red]✗ {escape(str(exc))}[/]\n[red]the run stops here; every record "
+                    f"written before is intact in {escape(str(self.folder / RESULTS_FILE))}; "
+                    f"free space (or make the folder writable) and continue with --resume "
+                    f"{escape(str(self.folder))}[/]"
+                )
+            finally:
+                self.close(run_info)
+        return self.exit_code()
+
+    def open_results(self) -> dict | None:
+        """run.json written and results.jsonl opened; None when the folder refuses them."""
         run_file = self.folder / RUN_FILE
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
             if self.resume:
-                run_info = json.loads(run_file.read_text())
-                run_info.setdefault("resumed_at", []).append(
-                    dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-                )
+                run_info = resumed(json.loads(run_file.read_text()))
             else:
                 manifests = {s: m.provenance() for s, m in self.readable.items()}
                 run_info = provenance(
                     self.run_id, self.knobs, manifests, self.runner_choice, self.priority
                 )
             write_json_atomic(run_file, run_info)
-            self.writer = ResultsWriter(self.folder / RESULTS_FILE)
+            writer = ResultsWriter(self.folder / RESULTS_FILE)
         except OSError as exc:
             self.console.print(
                 f"[bold red]✗ {escape(str(WriteFailed(None, exc)))}; nothing was built or measured[/]"
             )
-            return 2
-        self.run_info = run_info
-        self.measuring = True
-        previous_handler = signal.signal(signal.SIGTERM, _raise_interrupt)
-        # Ctrl-C (SIGINT) interrupts the run cleanly even when a script started
-        # the bench in the background: bash then hands it SIGINT ignored, and
-        # Python keeps an ignored SIGINT ignored.
-        previous_int_handler = signal.signal(signal.SIGINT, signal.default_int_handler)
-        # The harness pins itself to the client cores while it measures; the next run of
-        # the same process (make aa, the labs) starts from the cores it was given.
-        affinity = os.sched_getaffinity(0)
-        try:
-            # The load client first: without it no stack could be measured.
-            if self.start_client(run_info):
-                self.prepare(stacks, run_info)
-                self.write_run_info(run_file, run_info)
-                self.instances.measure(the_plan)
-        except KeyboardInterrupt:
-            self.interrupted = True
-            self.console.print(
-                "[bold yellow]interrupted: keeping every measurement so far, writing the summary[/]"
-            )
-        except WriteFailed as exc:
-            # Every later record would fail the same way: stop, keep what is on disk.
-            self.write_failed = exc
-            self.console.print(
-                f"[bold red]✗ {escape(str(exc))}[/]\n[red]the run stops here; every record "
-                f"written before is intact in {escape(str(self.folder / RESULTS_FILE))}; "
-                f"free space (or make the folder writable) and continue with --resume "
-                f"{escape(str(self.folder))}[/]"
-            )
-        finally:
-            signal.signal(signal.SIGTERM, previous_handler)
-            signal.signal(signal.SIGINT, previous_int_handler)
-            with contextlib.suppress(OSError):
-                os.sched_setaffinity(0, affinity)
-            self.load_clients.close()
-            self.writer.close()
-            if self.interrupted:
-                run_info["status"] = "interrupted"
-            elif self.write_failed:
-                run_info["status"] = "stopped: results could not be written"
-            else:
-                run_info["status"] = "complete"
-            run_info["finished_at"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-            run_info["failed_stacks"] = self.failed
-            self.write_run_info(run_file, run_info)
-        return self.exit_code()
+            return None
+        self.journal = Journal(writer, self.run_id, self.previous.seq)
+        return run_info
 
-    def write_run_info(self, run_file: Path, run_info: dict) -> None:
+    def close(self, run_info: dict) -> None:
+        """The load clients stopped, results.jsonl closed, run.json's last word written."""
+        self.load_clients.close()
+        self.journal.writer.close()
+        run_info["status"] = (
+            "interrupted" if self.interrupted
+            else "stopped: results could not be written" if self.write_failed
+            else "complete"
+        )  # fmt: skip
+        run_info["finished_at"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+        run_info["failed_stacks"] = self.failed
+        self.write_run_info(run_info)
+
+    def write_run_info(self, run_info: dict) -> None:
         """Rewrite run.json; when the disk refuses, say so once (results.jsonl has the data)."""
         try:
-            write_json_atomic(run_file, run_info)
+            write_json_atomic(self.folder / RUN_FILE, run_info)
         except OSError as exc:
             if not self.write_failed:
                 self.write_failed = WriteFailed(None, exc)
@@ -318,7 +217,7 @@ class Bench:
             return True
         self.console.print(escape("[loadgen] build and start …"))
         try:
-            self.executor = self.load_clients.start(self.runner, self.needed_tools())
+            self.executor = self.load_clients.start(self.runner, needed_tools(self.knobs))
         except StepError as exc:
             self.fail(exc)
             return False
@@ -332,128 +231,84 @@ class Bench:
             )
         return True
 
-    def remaining(self, the_plan: list[Instance]) -> list[Instance]:
-        if not self.done:
-            return the_plan
-        todo = []
-        for instance in the_plan:
-            cases = [c for c in instance.cases if c.key not in self.done]
-            if cases:
-                todo.append(Instance(instance.stack, instance.quota, instance.repetition, cases,
-                                     instance.cores))  # fmt: skip
-        return todo
+    def context(self, run_info: dict) -> RunContext:
+        """What the instances and cases share, settled now that every stack is built."""
+        return RunContext(
+            knobs=self.knobs, folder=self.folder, run_id=self.run_id, priority=self.priority,
+            runner=self.runner, executor=self.executor,
+            client_hosts=tuple(self.load_clients.labels()),
+            manifests=MappingProxyType(dict(self.manifests)), run_info=run_info,
+            journal=self.journal, status=self.status,
+        )  # fmt: skip
 
-    def load_previous(self) -> None:
-        records = read_records(self.folder / RESULTS_FILE)
-        for record in records:
-            if record.get("kind") == "measurement" and record.get("status") == "ok":
-                self.done.add(record["key"])
-                if record.get("phase") == "peak":
-                    self.cases.peaks[peak_key(record)] = record["result"]["rps"]
-            elif record.get("kind") == "stack" and record.get("step") == "verify":
-                if record.get("status") == "ok":
-                    self.verified.add(record["stack"])
-            self.seq = max(self.seq, record.get("seq", 0))
-        self.console.print(f"  resume: {len(self.done)} measurement(s) already in {self.folder}")
+    def measure(self, the_plan: list[Instance], run_info: dict) -> None:
+        """Every instance still to do, under one progress bar."""
+        pin_harness(self.knobs.client_cpus)
+        raise_file_limit()
+        todo = plan.remaining(the_plan, self.previous.done)
+        estimate = plan.estimate_seconds(self.knobs, todo, self.warmups)
+        with self.status.measuring(sum(len(i.cases) for i in todo), estimate) as status:
+            context = self.context(run_info)
+            instances = InstanceRunner(context, CaseRunner(context, self.previous.peaks))
+            verified = set(self.previous.verified)
+            for instance in todo:
+                verify = instance.stack not in verified and instance.stack != calibration.NAME
+                budget = plan.instance_seconds(self.knobs, instance, verify,
+                                               self.warmups.get(instance.stack, 0.0))  # fmt: skip
+                spent_before = status.spent()
+                if self.measurable(instance.stack):
+                    outcome = instances.run(instance, verify)
+                    verified |= {instance.stack} if outcome.verified else set()
+                    if outcome.failure:
+                        self.fail(outcome.failure, instance.repetition)
+                # Keep the bar honest when an instance was skipped or cut short.
+                status.spent_until(spent_before + budget)
 
-    def record_stack(self, stack: str, step: str, status: str, message: str = "", **extra) -> None:
-        """Append a stack record; raises WriteFailed when results.jsonl cannot take it."""
-        self.seq += 1
-        record = {
-            "kind": "stack",
-            "seq": self.seq,
-            "run_id": self.run_id,
-            "stack": stack,
-            "step": step,
-            "status": status,
-            "message": message,
-            "at": now(),
-            **extra,
-        }
-        try:
-            self.writer.write(record)
-        except OSError as exc:
-            raise WriteFailed(stack, exc) from exc
+    def measurable(self, stack: str) -> bool:
+        """Not out of the run, and built (the ceiling needs no build)."""
+        return stack not in self.failed and (stack == calibration.NAME or stack in self.manifests)
 
     def fail(self, exc: StepError, repetition: int | None = None) -> None:
         self.failed[exc.stack] = f"{exc.step}: {exc.message}"
-        self.record_stack(
+        self.journal.stack(
             exc.stack, exc.step, "failed", exc.message, output=exc.output[-4000:],
             repetition=repetition,
         )  # fmt: skip
-        self.say(f"[bold red]✗ {escape(exc.explain())}[/]")
-
-    def unavailable_stacks(self) -> dict[str, str]:
-        """Stack -> why it cannot run here (a missing toolchain, packages the mirror lacks)."""
-        reasons = {s: self.runner.unavailable_reason(m) for s, m in self.readable.items()}
-        return {stack: why for stack, why in reasons.items() if why}
+        self.status.say(f"[bold red]✗ {escape(exc.explain())}[/]")
 
     def prepare(self, stacks: list[str], run_info: dict) -> None:
         """Prerequisites and build for every stack, before any load."""
-        runner = self.runner
         for name in stacks:
             if name in self.unreadable:
                 self.fail(StepError(name, "manifest", self.unreadable[name]))
                 continue
-            manifest = self.readable[name]
             reason = self.unavailable.get(name)
             if reason:
                 self.failed[name] = f"skipped: {reason}"
-                self.record_stack(name, "prerequisites", "skipped", reason)
+                self.journal.stack(name, "prerequisites", "skipped", reason)
                 self.console.print(f"[bold yellow]!! {escape(name)}: SKIPPED ({escape(reason)})[/]")
                 continue
-            started = time.monotonic()
-            self.console.print(escape(f"[{name}] build …"))
             try:
-                built = runner.build(manifest)
+                self.build(name, self.readable[name], run_info)
             except StepError as exc:
                 self.fail(exc)
-                continue
-            took = time.monotonic() - started
-            self.record_stack(name, "build", "ok", "built" if built else "up to date",
-                              seconds=round(took, 1))  # fmt: skip
-            done = f"built in {took:.1f} s" if built else "build up to date"
-            self.console.print(escape(f"[{name}] {done}"))
-            self.manifests[name] = manifest
-            with contextlib.suppress(Exception):
-                run_info["runtime_versions"][name] = runner.versions(manifest)
-            self.record_dependencies(manifest, run_info)
 
-    def record_dependencies(self, manifest, run_info: dict) -> None:
-        """The stack's resolved dependency list, next to its manifest in run.json.
-
-        A list that cannot be read is recorded as such and shown; it does not
-        keep the stack out of the run (its lock files are checked by make test).
-        """
-        entry = run_info["stacks"].setdefault(manifest.name, manifest.provenance())
-        entry.pop("dependencies_error", None)
-        lister = getattr(self.runner, "dependencies", None)
-        if lister is None:
-            entry["dependencies"] = None
-            entry["dependencies_error"] = f"the {self.runner.name} runner does not list them"
-            return
-        try:
-            entry["dependencies"] = lister(manifest)
-        except StepError as exc:
-            entry["dependencies"] = None
-            # The command's own words (its stderr's tail), not only that it failed.
-            entry["dependencies_error"] = exc.message + (f": {exc.output.strip()[-1500:]}"
-                                                         if exc.output.strip() else "")  # fmt: skip
-            self.console.print(f"[yellow]! {escape(str(exc))}: not recorded in {RUN_FILE}[/]")
-
-    def primed(self) -> dict[str, float]:
-        """Each stack's JIT warm-up at most, for the estimates (stack_warmups)."""
-        return self.warmups
-
-    def display_name(self, stack: str) -> str:
-        if stack == calibration.NAME:
-            return calibration.DISPLAY_NAME
-        manifest = self.manifests.get(stack)
-        return manifest.label if manifest else stack  # "nginx static (stock)" for a variant
-
-    def prioritize(self, server) -> None:
-        if self.priority:
-            raise_priority(server.pids(), self.priority)
+    def build(self, name: str, manifest: Manifest, run_info: dict) -> None:
+        """One stack built (or found up to date), its versions and dependencies recorded."""
+        started = time.monotonic()
+        self.console.print(escape(f"[{name}] build …"))
+        built = self.runner.build(manifest)
+        took = time.monotonic() - started
+        self.journal.stack(name, "build", "ok", "built" if built else "up to date",
+                          seconds=round(took, 1))  # fmt: skip
+        done = f"built in {took:.1f} s" if built else "build up to date"
+        self.console.print(escape(f"[{name}] {done}"))
+        self.manifests[name] = manifest
+        with contextlib.suppress(Exception):
+            run_info["runtime_versions"][name] = self.runner.versions(manifest)
+        problem = record_dependencies(self.runner, manifest, run_info)
+        if problem:
+            self.console.print(f"[yellow]! {escape(problem)}: not recorded in {RUN_FILE}[/]")
 
     def exit_code(self) -> int:
         """130 after Ctrl-C; 1 when results could not be written or a stack failed a
@@ -462,6 +317,35 @@ class Bench:
             return 130
         failed = [s for s, why in self.failed.items() if not why.startswith("skipped")]
         return 1 if failed or self.write_failed else 0
+
+
+def wanted_stacks(knobs: Knobs, say) -> list[str]:
+    """SERVERS, or every stack's default configuration; SERVERS may name a variant
+    (nginx-static@stock). A profile's stack missing here is skipped, said so."""
+    known = stack_ids()
+    wanted = knobs.servers or stack_names()
+    missing = [s for s in wanted if s not in known]
+    if missing and not knobs.servers_from_profile:
+        raise KnobError(
+            f"SERVERS: unknown stack(s) {', '.join(missing)}; known: {', '.join(known)}"
+        )
+    for name in missing:
+        say(f"[yellow]profile {knobs.profile}: no stack {name!r} here, skipped[/]")
+    return [s for s in wanted if s in known]
+
+
+def unavailable_stacks(runner, manifests: dict[str, Manifest]) -> dict[str, str]:
+    """Stack -> why it cannot run here (a missing toolchain, packages the mirror lacks)."""
+    reasons = {s: runner.unavailable_reason(m) for s, m in manifests.items()}
+    return {stack: why for stack, why in reasons.items() if why}
+
+
+def resumed(run_info: dict) -> dict:
+    """An earlier run's run.json, taken up again by --resume."""
+    run_info.setdefault("resumed_at", []).append(
+        dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    )
+    return run_info
 
 
 def read_manifests(stacks: list[str]) -> tuple[dict[str, Manifest], dict[str, str]]:
@@ -501,6 +385,68 @@ def stacks_over_tls(manifests: dict[str, Manifest], front_kind: str) -> set[str]
         for name, manifest in manifests.items()
         if front.tls_front(front_kind, manifest) != "none"
     }
+
+
+@dataclass
+class Previous:
+    """What an earlier run into the same folder measured, for --resume."""
+
+    done: set[str] = field(default_factory=set)  # keys of the cases measured fine
+    verified: set[str] = field(default_factory=set)  # stacks that passed their checks
+    peaks: dict[tuple, float] = field(default_factory=dict)  # peak_key -> requests/s
+    seq: int = 0  # the last record number
+
+
+def read_previous(folder: Path) -> Previous:
+    previous = Previous()
+    for record in read_records(folder / RESULTS_FILE):
+        if record.get("kind") == "measurement" and record.get("status") == "ok":
+            previous.done.add(record["key"])
+            if record.get("phase") == "peak":
+                previous.peaks[peak_key(record)] = record["result"]["rps"]
+        elif (record.get("kind"), record.get("step"), record.get("status")) == (
+            "stack",
+            "verify",
+            "ok",
+        ):
+            previous.verified.add(record["stack"])
+        previous.seq = max(previous.seq, record.get("seq", 0))
+    return previous
+
+
+@contextlib.contextmanager
+def interruptible() -> Iterator[None]:
+    """SIGTERM and SIGINT both end the run as Ctrl-C does, and the harness's own cores
+    are given back afterwards."""
+    previous_handler = signal.signal(signal.SIGTERM, _raise_interrupt)
+    # Ctrl-C (SIGINT) interrupts the run cleanly even when a script started
+    # the bench in the background: bash then hands it SIGINT ignored, and
+    # Python keeps an ignored SIGINT ignored.
+    previous_int_handler = signal.signal(signal.SIGINT, signal.default_int_handler)
+    # The harness pins itself to the client cores while it measures; the next run of
+    # the same process (make aa, the labs) starts from the cores it was given.
+    affinity = os.sched_getaffinity(0)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous_handler)
+        signal.signal(signal.SIGINT, previous_int_handler)
+        with contextlib.suppress(OSError):
+            os.sched_setaffinity(0, affinity)
+
+
+def pin_harness(cpus: tuple[int, ...]) -> None:
+    """Keep the harness (sampler, bookkeeping) off the server cores."""
+    with contextlib.suppress(OSError):
+        os.sched_setaffinity(0, cpus)
+
+
+def raise_file_limit() -> None:
+    """Thousands of connections need thousands of descriptors (tools and servers inherit)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or hard > soft:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 1_048_576), hard))
 
 
 def _raise_interrupt(signum, frame):

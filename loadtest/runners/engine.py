@@ -149,7 +149,7 @@ class Engine:
         info: dict = {"label": self.label, "endpoint": self.endpoint or "local"}
         best: tuple[float, float] | None = None
         try:
-            with EngineAPI(self) as api:
+            with EngineAPI(self.label, self.env()) as api:
                 data = api.get("/info")
                 info.update({key: data.get(name) for name, key in HOST_FACTS.items()})
                 for _ in range(clock_readings):
@@ -228,11 +228,12 @@ class EngineAPI:
     inside one is timed to a millisecond or so.
     """
 
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
+    def __init__(self, label: str, env: dict[str, str]) -> None:
+        """`label` names the engine in errors; `env` points the Docker CLI at it (Engine.env)."""
+        self.label = label
         self._process = subprocess.Popen(
             ["docker", "system", "dial-stdio"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL, env=engine.env(),
+            stderr=subprocess.DEVNULL, env=env,
         )  # fmt: skip
 
     def get(self, path: str) -> dict:
@@ -247,9 +248,9 @@ class EngineAPI:
             response.begin()
             body = response.read()
         except (OSError, http.client.HTTPException) as exc:
-            raise StepError(self.engine.label, "api", f"GET {path}: {exc}") from None
+            raise StepError(self.label, "api", f"GET {path}: {exc}") from None
         if response.status != 200:
-            raise StepError(self.engine.label, "api", f"GET {path}: {response.status} {body[:200]}")
+            raise StepError(self.label, "api", f"GET {path}: {response.status} {body[:200]}")
         return json.loads(body)
 
     def close(self) -> None:
@@ -323,7 +324,7 @@ class EngineStatsSampler:
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
-        self._api = EngineAPI(self.engine)
+        self._api = EngineAPI(self.engine.label, self.engine.env())
         self._read()
         self._thread = threading.Thread(target=self._run, name="engine-sampler", daemon=True)
         self._thread.start()

@@ -41,15 +41,14 @@ def prepare(self, stacks, run_info):
         label = name + " (test nginx)"
         self.manifests[name] = types.SimpleNamespace(display_name=label, label=label, warmup_s=0.0,
                                                      tls=True)
-        self.record_stack(name, "build", "ok", "stand-in")
+        self.journal.stack(name, "build", "ok", "stand-in")
 
 def verify(self, stack, server, ready_s):
-    self.bench.verified.add(stack)
-    self.bench.record_stack(stack, "verify", "ok", "stand-in, not verified")
+    self.context.journal.stack(stack, "verify", "ok", "stand-in, not verified")
 
 def start_server(self, instance):
-    cpus = plan.server_cpus_for(self.bench.knobs, instance.cores)
-    folder = self.bench.folder / "stand-ins" / f"{instance.stack}-{self.bench.seq}"
+    cpus = plan.server_cpus_for(self.context.knobs, instance.cores)
+    folder = self.context.folder / "stand-ins" / f"{instance.stack}-{self.context.journal.seq}"
     return TlsNginx(folder, cpus=cpus, cpu_quota=instance.quota, gzip=STACKS[instance.stack])
 
 bench.Bench.prepare = prepare

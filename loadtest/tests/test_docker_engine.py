@@ -43,7 +43,7 @@ def test_engine_cpu_time_agrees_with_the_containers_cgroup(stack):
     with runner.start(stack, Limits(cpus=(0,)), port=free_port()) as server:
         server.wait_ready(60)
         group = server.cgroup()
-        with load_generator() as load, EngineAPI(LOCAL) as api:
+        with load_generator() as load, EngineAPI(LOCAL.label, LOCAL.env()) as api:
             before_engine = container_reading(api, server.container_id)[1]
             before_cgroup = group.cpu_usage_ns()
             load(server.base_url + "/", 3)
