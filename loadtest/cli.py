@@ -28,8 +28,8 @@ from loadtest.commands import (
 )
 from loadtest.core.errors import StepError
 from loadtest.core.manifest import ManifestError
-from loadtest.core.mirror import OfflineChoiceError
-from loadtest.host import registries
+from loadtest.packages import registries
+from loadtest.packages.mirror import OfflineChoiceError
 
 COMMANDS = (
     stacks, check, serve, bench, report, compare, then_and_now, aa, scaffold, labs, hostile, soak,

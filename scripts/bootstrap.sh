@@ -41,7 +41,7 @@ sources_chosen=
 choose_sources() {
   [[ -n $sources_chosen ]] && return
   local env_lines
-  env_lines="$(cd "$REPO_ROOT" && "$PYTHON" -m loadtest.host.registries shell-env)" || exit 2
+  env_lines="$(cd "$REPO_ROOT" && "$PYTHON" -m loadtest.packages.registries shell-env)" || exit 2
   eval "$env_lines"
   sources_chosen=1
 }

@@ -163,7 +163,7 @@ mkdir -p "$OUT"
 rm -rf "${OUT:?}"/* # pyperf appends to an existing file; a language not run leaves no column
 # Each package family from its registry or the mirror, as bootstrap chooses (docs/offline.md).
 if [[ -x "$PY" ]]; then
-  eval "$("$PY" -m loadtest.host.registries shell-env)"
+  eval "$("$PY" -m loadtest.packages.registries shell-env)"
 fi
 if wanted python; then
   if [[ $# -eq 0 ]]; then

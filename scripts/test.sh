@@ -34,7 +34,7 @@ if [[ ! -x "$PY" ]]; then
 fi
 # Each package family from its registry or the mirror, as bootstrap chose and printed
 # (OFFLINE, else a probe of each registry; docs/offline.md): made explicit for every stage.
-env_lines="$("$PY" -m loadtest.host.registries shell-env 2>/dev/null)" || exit 2
+env_lines="$("$PY" -m loadtest.packages.registries shell-env 2>/dev/null)" || exit 2
 eval "$env_lines"
 rm -f .build/last-check.json .build/last-stack-tests.json .build/last-remote-smoke.json \
   "$STAGE_LOG_DIR"/last-*.json

@@ -5,7 +5,7 @@ run in the stack's folder after its build) and `dependencies` (one that
 prints what the built stack resolved, one `name==version` a line). A stack
 that says neither gets its family's default; the family is found from the
 package manager's files in the stack's folder, first match wins. The lock
-file rules of each family live in loadtest/runners/supply_chain.py.
+file rules of each family live in loadtest/packages/supply_chain.py.
 """
 
 from __future__ import annotations
@@ -20,7 +20,10 @@ class Family:
     marker: str  # a glob that identifies the family in a stack's folder
     test: str | None  # default command for the stack's own tests
     tested_by: str | None  # or the `make test` stage that runs them instead
-    registry: str | None = None  # the package family it fetches from (core/mirror.FAMILIES)
+    # Its stacks build from one shared project (the Maven reactor, the .NET
+    # solution), whose build output two builds at once would both write.
+    shared_project: bool = False
+    registry: str | None = None  # the package family it fetches from (packages/mirror.FAMILIES)
 
 
 FAMILIES = (
@@ -30,7 +33,8 @@ FAMILIES = (
         "pom.xml",
         None,
         "the java-unit stage (servers/_shared/java/pom.xml builds and tests every JVM stack)",
-        "maven",
+        shared_project=True,
+        registry="maven",
     ),
     Family(
         "python",
@@ -47,7 +51,8 @@ FAMILIES = (
         None,
         "the csharp-unit stage (dotnet test servers/_shared/csharp: the contract library, "
         "each C# stack started in-process and checked, its manifest against its source)",
-        "nuget",
+        shared_project=True,
+        registry="nuget",
     ),
 )
 # A stack without a package manager of its own is made of Debian packages
@@ -60,6 +65,13 @@ def family_of(folder: Path) -> Family:
         if next(folder.glob(family.marker), None) is not None:
             return family
     return DEBIAN
+
+
+def build_group(folder: Path) -> str:
+    """What two builds at once must not share: the stack's folder (a stack and its
+    variants), or its family's one project."""
+    family = family_of(folder)
+    return family.name if family.shared_project else folder.name
 
 
 def own_tests(native: dict, folder: Path) -> tuple[str | None, str]:

@@ -355,6 +355,18 @@ def _img(path: Path) -> str:
     return f'<img alt="{html.escape(path.stem)}" src="data:image/png;base64,{data}">'
 
 
+def _html_tables(heading: str, note: str, tables: list, head: list[str], classes=None) -> list[str]:
+    """A section of captioned tables under one heading and note; nothing when there is none.
+    `classes(cells)` gives each row's CSS class."""
+    if not tables:
+        return []
+    section = [f"<h2>{html.escape(heading)}</h2>", f"<p>{html.escape(note)}</p>"]
+    for caption, cells in tables:
+        section.append(f"<h3>{html.escape(caption)}</h3>")
+        section.append(_html_table(head, cells, classes(cells) if classes else None))
+    return section
+
+
 def _html_table(head: list[str], rows: list[list[str]], row_classes=None, flag_col=None) -> str:
     parts = ['<div class="scroll"><table><thead><tr>']
     parts += [f"<th>{html.escape(h)}</th>" for h in head]
@@ -383,13 +395,9 @@ def html_report(rows: list[dict], outcomes: dict, run: dict, charts: dict[str, l
     title = f"serverlab results: {run.get('run_id', '')}"
     body = [f"<h1>{html.escape(title)}</h1>"]
     ranked = boards(rows)
+    body += _html_tables("Leaderboard", leaderboard_note(run), ranked, LEADERBOARD_HEAD,
+                         lambda cells: ["ceiling" if c[0] == "-" else "" for c in cells])
     if ranked:
-        body.append("<h2>Leaderboard</h2>")
-        body.append(f"<p>{html.escape(leaderboard_note(run))}</p>")
-        for caption, cells in ranked:
-            body.append(f"<h3>{html.escape(caption)}</h3>")
-            body.append(_html_table(LEADERBOARD_HEAD, cells,
-                                    ["ceiling" if c[0] == "-" else "" for c in cells]))  # fmt: skip
         body.append("<h2>This run</h2>")
     facts = "".join(
         f"<tr><th>{html.escape(k)}</th><td>{html.escape(str(v))}</td></tr>"
@@ -414,13 +422,7 @@ def html_report(rows: list[dict], outcomes: dict, run: dict, charts: dict[str, l
                     "measured before it stopped.</div>")  # fmt: skip
     if not rows:
         body.append('<div class="problem">No measurement in this run.</div>')
-    sustained = slo_tables(rows)
-    if sustained:
-        body.append("<h2>Sustainable throughput</h2>")
-        body.append(f"<p>{html.escape(SLO_NOTE)}</p>")
-        for title, cells in sustained:
-            body.append(f"<h3>{html.escape(title)}</h3>")
-            body.append(_html_table(SLO_HEAD, cells))
+    body += _html_tables("Sustainable throughput", SLO_NOTE, slo_tables(rows), SLO_HEAD)
     for scenario, group in scenario_groups(rows):
         body.append(f"<h2>{html.escape(scenario)}</h2>")
         body.append(_html_table(TABLE_HEAD, [table_cells(r) for r in group],

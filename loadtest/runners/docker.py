@@ -35,14 +35,13 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from loadtest.core import mirror
 from loadtest.core.errors import StepError
 from loadtest.core.families import family_of
 from loadtest.core.manifest import REPO_ROOT, Manifest
 from loadtest.core.runner import Limits
-from loadtest.host import registries
 from loadtest.host import tls as tls_files
 from loadtest.host.ports import free_port, port_in_use
+from loadtest.packages import mirror, registries
 from loadtest.runners import compose as compose_file
 from loadtest.runners.container import (
     ServedContainer,

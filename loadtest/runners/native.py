@@ -15,21 +15,20 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from loadtest.core import mirror
-from loadtest.core.families import family_of
 from loadtest.core.errors import StepError
+from loadtest.core.families import family_of
 from loadtest.core.manifest import REPO_ROOT, REPO_SERVERS_DIR, Manifest, load, stack_env
 from loadtest.core.runner import Limits
-from loadtest.host import registries
 from loadtest.host.cgroups import CgroupLimits, LimitsUnavailable
 from loadtest.host.locks import exclusive
 from loadtest.host.ports import instance_port, port_in_use
 from loadtest.host.process import ProcessGroupServer, spawn_group, tail
 from loadtest.host.tls import DEFAULT_FOLDER as DEFAULT_TLS_FOLDER
 from loadtest.host.tls import TlsFiles, self_signed
+from loadtest.packages import mirror, registries
+from loadtest.packages.offline import offline_problem
+from loadtest.packages.resolved import resolved_dependencies
 from loadtest.runners.lifecycle import require, running
-from loadtest.runners.offline import offline_problem
-from loadtest.runners.supply_chain import resolved_dependencies
 
 SHARED_DIR = REPO_SERVERS_DIR / "_shared"
 STATIC_SITE_DIR = REPO_ROOT / "contracts" / "static"

@@ -222,6 +222,17 @@ def assert_measured(folder: Path, stack: str) -> None:
     assert all(r["status"] == "ok" and r["result"]["rps"] > 0 for r in records), records
 
 
+def beside_a_good_one(stacks, results, bad, good, prelude="") -> tuple[Path, str]:
+    """A run over a failing stand-in, then a good one: it ends with 1 and still measures
+    the good one. The run's folder and its output."""
+    result = run_bench(stacks, results, [bad, good], "--duration", "1", prelude=prelude)
+    output = result.stdout + result.stderr
+    assert result.returncode == 1, output
+    folder = only_run(results)
+    assert_measured(folder, good)  # the run went on with the other stack
+    return folder, output
+
+
 def assert_failed_step(folder: Path, output: str, stack: str, step: str, words: str) -> None:
     """The terminal and results.jsonl both name the stack, the step and the cause."""
     assert f"[{stack}] {step} failed: " in output, output
@@ -240,14 +251,10 @@ def assert_failed_step(folder: Path, output: str, stack: str, step: str, words: 
 def test_build_that_fails(stacks, tmp_path):
     good = stacks.add("good")
     broken = stacks.add("build", build="echo 'compiler: syntax error in main.x' >&2; exit 3")
-    result = run_bench(stacks, tmp_path / "results", [broken, good], "--duration", "1")
-    output = result.stdout + result.stderr
-    assert result.returncode == 1, output
-    folder = only_run(tmp_path / "results")
+    folder, output = beside_a_good_one(stacks, tmp_path / "results", broken, good)
     assert_failed_step(folder, output, broken, "build", "exit code 3")
     assert "compiler: syntax error in main.x" in output  # the build log's tail is shown
     assert not measurements(folder, broken)
-    assert_measured(folder, good)  # the run went on with the other stack
     assert_measured(folder, calibration.NAME)
     assert not stacks.leftovers()
 
@@ -262,15 +269,11 @@ def test_port_already_in_use(stacks, tmp_path, monkeypatch):
     with socket.socket() as squatter:
         squatter.bind(("127.0.0.1", stacks.ports[taken]))
         squatter.listen()
-        result = run_bench(stacks, tmp_path / "results", [taken, good], "--duration", "1")
-    output = result.stdout + result.stderr
-    assert result.returncode == 1, output
-    folder = only_run(tmp_path / "results")
+        folder, output = beside_a_good_one(stacks, tmp_path / "results", taken, good)
     assert_failed_step(
         folder, output, taken, "start", f"port {stacks.ports[taken]} is already in use"
     )
     assert not measurements(folder, taken)
-    assert_measured(folder, good)
     assert not stacks.leftovers()
 
 
@@ -280,27 +283,20 @@ def test_stack_that_never_becomes_ready(stacks, tmp_path):
     stuck = stacks.add(
         "stuck", run='echo $$ > "$BUILD_DIR/pgid"; echo "waiting for a lock"; exec sleep 600'
     )
-    result = run_bench(stacks, tmp_path / "results", [stuck, good], "--duration", "1",
-                       prelude="import loadtest.bench.instance as b; b.READY_TIMEOUT_S = 3")  # fmt: skip
-    output = result.stdout + result.stderr
-    assert result.returncode == 1, output
-    folder = only_run(tmp_path / "results")
+    folder, output = beside_a_good_one(stacks, tmp_path / "results", stuck, good,
+                                       prelude="import loadtest.bench.instance as b; "
+                                       "b.READY_TIMEOUT_S = 3")  # fmt: skip
     assert_failed_step(folder, output, stuck, "wait-ready", "no HTTP answer")
     assert "waiting for a lock" in output  # the server's own output is shown
-    assert_measured(folder, good)
     assert not stacks.leftovers()  # the sleeping server was killed
 
 
 def test_stack_that_exits_before_it_is_ready(stacks, tmp_path):
     good = stacks.add("good")
     crash = stacks.add("crash", run='echo "WORKDAY_CALENDAR: cannot read /nowhere" >&2; exit 3')
-    result = run_bench(stacks, tmp_path / "results", [crash, good], "--duration", "1")
-    output = result.stdout + result.stderr
-    assert result.returncode == 1, output
-    folder = only_run(tmp_path / "results")
+    folder, output = beside_a_good_one(stacks, tmp_path / "results", crash, good)
     assert_failed_step(folder, output, crash, "start", "exited with code 3 before it was ready")
     assert "WORKDAY_CALENDAR: cannot read /nowhere" in output
-    assert_measured(folder, good)
     assert (folder / "report.html").is_file()
     assert not stacks.leftovers()
 

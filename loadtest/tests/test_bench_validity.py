@@ -10,14 +10,15 @@ changed half-way.
 from __future__ import annotations
 
 import csv
+from pathlib import Path
 
 import pytest
 
 from loadtest.bench.results import read_records
 from loadtest.tests.test_bench_faults import (
+    NEEDS_NGINX_AND_WRK,
     measurements,
     only_run,
-    NEEDS_NGINX_AND_WRK,
     run_bench,
     stacks,  # noqa: F401  (fixture)
 )
@@ -31,18 +32,25 @@ STANDIN_RUN = (
 )
 
 
+def bench_ok(stand_ins, results: Path, servers: list[str], *args: str, timeout: float):
+    """A run that must end with 0: its folder and what it printed."""
+    done = run_bench(stand_ins, results, servers, *args, timeout=timeout)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return only_run(results), done.stdout
+
+
 def test_a_stall_is_neither_bound_and_named_and_a_slow_start_is_measured_steady(stacks, tmp_path):
     stall = stacks.add("nagle", run=STANDIN_RUN % "nagle")
     starter = stacks.add("slowstart", run=STANDIN_RUN % "slow-start")
-    done = run_bench(stacks, tmp_path / "results", [stall, starter], "--warmup", "10", "--duration", "3",
-                     timeout=150)  # fmt: skip
-    assert done.returncode == 0, done.stdout + done.stderr
-    folder = only_run(tmp_path / "results")
+    folder, output = bench_ok(
+        stacks, tmp_path / "results", [stall, starter],
+        "--warmup", "10", "--duration", "3", timeout=150
+    )  # fmt: skip
 
     (stalled,) = measurements(folder, stall)
     assert (stalled["verdict"], stalled["cause"]) == ("neither", "delayed-ack"), stalled
     assert 30 < stalled["result"]["latency_ms"]["mean"] < 60
-    assert "NEITHER" in done.stdout and "delayed-ack" in done.stdout
+    assert "NEITHER" in output and "delayed-ack" in output
 
     (warmed,) = measurements(folder, starter)
     curve = warmed["warmup_curve"]
@@ -58,21 +66,21 @@ def test_a_stall_is_neither_bound_and_named_and_a_slow_start_is_measured_steady(
 
 def test_a_run_that_slows_half_way_is_not_steady(stacks, tmp_path):
     degrading = stacks.add("halfway", run=STANDIN_RUN % "slows-half-way")
-    done = run_bench(stacks, tmp_path / "results", [degrading], "--warmup", "0", "--duration", "4",
-                     timeout=120)  # fmt: skip
-    assert done.returncode == 0, done.stdout + done.stderr
-    (record,) = measurements(only_run(tmp_path / "results"), degrading)
+    folder, output = bench_ok(
+        stacks, tmp_path / "results", [degrading], "--warmup", "0", "--duration", "4", timeout=120
+    )  # fmt: skip
+    (record,) = measurements(folder, degrading)
     assert record["not_steady"] and record["drift"] < -0.3, record["server"]
-    assert "NOT-STEADY" in done.stdout
+    assert "NOT-STEADY" in output
 
 
 def test_a_declared_jit_warm_up_goes_round_every_scenario_of_the_instance(stacks, tmp_path):
     # A JIT compiles what each request path runs: a prime on one scenario leaves the rest cold.
     jit = stacks.add("jit", warmup_s=4)
-    done = run_bench(stacks, tmp_path / "results", [jit], "--scenarios", "hello,kb1",
-                     "--warmup", "2", "--duration", "1", timeout=120)  # fmt: skip
-    assert done.returncode == 0, done.stdout + done.stderr
-    folder = only_run(tmp_path / "results")
+    folder, output = bench_ok(
+        stacks, tmp_path / "results", [jit],
+        "--scenarios", "hello,kb1", "--warmup", "2", "--duration", "1", timeout=120
+    )  # fmt: skip
     names = sorted(p.name for p in (folder / "raw" / "warmup").iterdir() if ".primed" in p.name)
     for scenario in ("hello", "kb1"):
         for turn in (1, 2):
@@ -91,10 +99,10 @@ def test_an_instance_that_speeds_up_or_slows_down_while_measured_is_drifted(stac
     # steady reference server stays unflagged.
     climber = stacks.add("climbs", run=STANDIN_RUN % "climbs")
     steady = stacks.add("steady")
-    done = run_bench(stacks, tmp_path / "results", [climber, steady], "--connections", "4,8",
-                     "--warmup", "2", "--duration", "2", timeout=240)  # fmt: skip
-    assert done.returncode == 0, done.stdout + done.stderr
-    folder = only_run(tmp_path / "results")
+    folder, output = bench_ok(
+        stacks, tmp_path / "results", [climber, steady],
+        "--connections", "4,8", "--warmup", "2", "--duration", "2", timeout=240
+    )  # fmt: skip
     again = {r["stack"]: r for r in rechecks(folder)}
     assert again[climber]["drifted"] and again[climber]["change"] > 0.5, again[climber]
     assert not again[steady]["drifted"], again[steady]
@@ -106,23 +114,24 @@ def test_an_instance_that_speeds_up_or_slows_down_while_measured_is_drifted(stac
     assert rows[(steady, "4")]["drifted_runs"] == "0"
     text = (folder / "summary.md").read_text()
     assert f"{climber}: DRIFTED (round 1): hello at 4 connections served" in text
-    assert "DRIFTED" in done.stdout
+    assert "DRIFTED" in output
 
     # The other way round: a server that degrades after its first case.
     degrading = stacks.add("slows", run=STANDIN_RUN % "slows-half-way")
-    done = run_bench(stacks, tmp_path / "results2", [degrading], "--connections", "4,8",
-                     "--warmup", "0", "--duration", "2", timeout=120)  # fmt: skip
-    assert done.returncode == 0, done.stdout + done.stderr
-    (again,) = [r for r in rechecks(only_run(tmp_path / "results2")) if r["stack"] == degrading]
+    folder, output = bench_ok(
+        stacks, tmp_path / "results2", [degrading],
+        "--connections", "4,8", "--warmup", "0", "--duration", "2", timeout=120
+    )  # fmt: skip
+    (again,) = [r for r in rechecks(folder) if r["stack"] == degrading]
     assert again["drifted"] and again["change"] < -0.3, again
 
 
 def test_a_load_with_a_window_of_no_answers_is_a_stall_not_server_bound(stacks, tmp_path):
     hang = stacks.add("hang", run=STANDIN_RUN % "stalls-once")
-    done = run_bench(stacks, tmp_path / "results", [hang], "--warmup", "0", "--duration", "4",
-                     timeout=120)  # fmt: skip
-    assert done.returncode == 0, done.stdout + done.stderr
-    (record,) = measurements(only_run(tmp_path / "results"), hang)
+    folder, output = bench_ok(
+        stacks, tmp_path / "results", [hang], "--warmup", "0", "--duration", "4", timeout=120
+    )  # fmt: skip
+    (record,) = measurements(folder, hang)
     assert (record["verdict"], record["cause"]) == ("neither", "stall"), record
     assert "no responses for" in record["verdict_detail"]
     rows = list(csv.DictReader((only_run(tmp_path / "results") / "summary.csv").open()))

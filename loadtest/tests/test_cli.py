@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from loadtest import cli
-from loadtest.host import registries
+from loadtest.packages import registries
 
 
 @pytest.fixture

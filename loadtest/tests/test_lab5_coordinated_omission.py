@@ -20,13 +20,15 @@ import time
 
 import pytest
 
+from loadtest.bench import coordinated_omission as stalls
 from loadtest.commands import labs
 from loadtest.core.knobs import default_cpus
 from loadtest.core.manifest import REPO_ROOT, load
-from loadtest.host import registries
 from loadtest.host.ports import free_port
 from loadtest.measure.tools.oha import Oha
 from loadtest.measure.tools.wrk import Wrk
+from loadtest.packages import registries
+from loadtest.report import coordinated_omission as lab5_report
 from loadtest.runners.native import NativeRunner
 
 pytestmark = pytest.mark.timing
@@ -71,7 +73,7 @@ def stack_here() -> str:
 def test_stall_pauses_and_resumes_a_process_group():
     process = subprocess.Popen(["sleep", "30"], start_new_session=True)
     try:
-        stall = labs.Stall(process.pid, at=0.1, length=0.5).start()
+        stall = stalls.Stall(process.pid, at=0.1, length=0.5).start()
         time.sleep(0.3)
         state = open(f"/proc/{process.pid}/stat").read().rsplit(")", 1)[1].split()[0]
         assert state == "T", "stopped during the stall"
@@ -80,7 +82,7 @@ def test_stall_pauses_and_resumes_a_process_group():
         assert state != "T", "running again after it"
         assert 0.45 <= stall.measured()["length_s"] < 1.0
         # A stall cancelled before it started never stops the process.
-        early = labs.Stall(process.pid, at=5, length=1).start()
+        early = stalls.Stall(process.pid, at=5, length=1).start()
         early.finish()
         assert early.measured() is None
     finally:
@@ -141,6 +143,6 @@ def test_lab5_oha_corrected_tail_is_ten_times_the_uncorrected(tmp_path):
     # wrk saw the stall too (its slowest response waited it out).
     assert wrk["max"] >= 0.8 * STALL_S * 1000
     assert summary["corrected_over_uncorrected"] >= 10
-    report = (tmp_path / "lab5" / labs.LAB5_REPORT).read_text()
+    report = (tmp_path / "lab5" / lab5_report.REPORT_FILE).read_text()
     assert "wrk reports a p99" in report and "times apart" in report
     assert (tmp_path / "lab5" / "lab5.json").is_file()

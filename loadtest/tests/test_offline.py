@@ -33,12 +33,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from loadtest.commands import mirror as fill
-from loadtest.commands.mirror import TOOLING_PIP
-from loadtest.core import mirror
 from loadtest.core.manifest import REPO_ROOT, load_all
-from loadtest.host import registries
-from loadtest.runners import offline
+from loadtest.packages import fill, mirror, offline, registries
+from loadtest.packages.fill import TOOLING_PIP
+from loadtest.packages.supply_chain import SHARED_CSHARP
 from loadtest.runners.choose import choose_runner, docker_problem
 from loadtest.runners.docker import DockerRunner, offline_problem
 from loadtest.runners.native import NativeRunner
@@ -184,7 +182,7 @@ def test_without_offline_each_family_follows_its_probe_and_the_choice_is_printed
 
 
 def test_an_unknown_family_stops_the_shell_with_the_reason():
-    result = subprocess.run([sys.executable, "-m", "loadtest.host.registries", "shell-env"],
+    result = subprocess.run([sys.executable, "-m", "loadtest.packages.registries", "shell-env"],
                             cwd=REPO_ROOT, env={**os.environ, "OFFLINE": "pip"},
                             capture_output=True, text=True)  # fmt: skip
     assert result.returncode == 2 and "pip is not a package family" in result.stderr
@@ -438,13 +436,13 @@ def test_the_csharp_tests_restore_from_a_nuget_mirror_with_no_network(tmp_path):
     store = tmp_path / "mirror"
     if registries.is_offline("nuget"):
         pytest.skip("nuget is read from a mirror here: this one cannot be filled")
-    assert fill.fill_nuget(fill.SHARED_CSHARP / "Serverlab.Contract.Tests", store) is None
-    assert offline.missing_nuget(fill.SHARED_CSHARP / "Serverlab.Contract.Tests", store) == []
+    assert fill.fill_nuget(SHARED_CSHARP / "Serverlab.Contract.Tests", store) is None
+    assert offline.missing_nuget(SHARED_CSHARP / "Serverlab.Contract.Tests", store) == []
     # A copy of the projects, so the restore writes its obj/ folders there and not in
     # the checkout (one obj/ given on the command line would be shared by the
     # referenced project too, and the last restore written wins).
     sources = tmp_path / "csharp"
-    shutil.copytree(fill.SHARED_CSHARP, sources, ignore=shutil.ignore_patterns("bin", "obj"))
+    shutil.copytree(SHARED_CSHARP, sources, ignore=shutil.ignore_patterns("bin", "obj"))
     project = sources / "Serverlab.Contract.Tests" / "Serverlab.Contract.Tests.csproj"
     env = {**os.environ, **mirror.family_env("nuget", store),
            "NUGET_PACKAGES": str(tmp_path / "empty-packages"), "DOTNET_CLI_HOME": str(tmp_path)}
@@ -456,7 +454,7 @@ def test_the_csharp_tests_restore_from_a_nuget_mirror_with_no_network(tmp_path):
     assert restored.returncode == 0, restored.stdout[-3000:] + restored.stderr[-2000:]
     assert (tmp_path / "empty-packages" / "xunit" / "2.9.3").is_dir()
     # A package taken out of the mirror is named, and only it.
-    shutil.rmtree(mirror.nuget_dir(store) / "xunit.assert")
-    assert offline.missing_nuget(fill.SHARED_CSHARP / "Serverlab.Contract.Tests", store) == [
+    shutil.rmtree(mirror.part_dir(store, "nuget") / "xunit.assert")
+    assert offline.missing_nuget(SHARED_CSHARP / "Serverlab.Contract.Tests", store) == [
         "xunit.assert@2.9.3"
     ]

@@ -21,7 +21,6 @@ from pathlib import Path
 import pytest
 
 from loadtest.commands import scaffold
-from loadtest.host import registries
 from loadtest.core.manifest import (
     REPO_ROOT,
     REQUIRED_TABLES,
@@ -30,7 +29,8 @@ from loadtest.core.manifest import (
     load_all,
     validate_all,
 )
-from loadtest.runners import compose, supply_chain
+from loadtest.packages import registries, supply_chain
+from loadtest.runners import compose
 
 pytestmark = pytest.mark.e2e
 

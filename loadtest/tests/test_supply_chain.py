@@ -15,9 +15,11 @@ from pathlib import Path
 
 import pytest
 
+from loadtest.core.errors import StepError
 from loadtest.core.families import family_of, own_tests
 from loadtest.core.manifest import load_all
-from loadtest.runners import supply_chain as sc
+from loadtest.packages import supply_chain as sc
+from loadtest.packages.resolved import resolved_dependencies
 from loadtest.tests.stand_in_manifest import python_stand_in
 
 HASH = "--hash=sha256:" + "a" * 64
@@ -123,8 +125,8 @@ def test_resolved_dependencies_of_a_go_stack():
     if gin is None:
         pytest.skip("no gin stack")
     try:
-        deps = sc.resolved_dependencies(gin)
-    except sc.StepError as exc:  # module cache empty and no network
+        deps = resolved_dependencies(gin)
+    except StepError as exc:  # module cache empty and no network
         pytest.skip(str(exc))
     assert deps[0] == "serverlab/gin"
     assert any(line.startswith("github.com/gin-gonic/gin v") for line in deps)
@@ -135,7 +137,7 @@ def test_resolved_dependencies_of_a_built_python_stack():
              and (m.build_dir / "venv" / "bin" / "python").exists()]  # fmt: skip
     if not built:
         pytest.skip("no Python stack built yet (make check builds them)")
-    deps = sc.resolved_dependencies(built[0])
+    deps = resolved_dependencies(built[0])
     assert deps and all("==" in line or " @ " in line for line in deps), deps
     assert any(line.lower().startswith("serverlab-contract") for line in deps)
 
@@ -143,8 +145,8 @@ def test_resolved_dependencies_of_a_built_python_stack():
 def test_resolved_dependencies_of_an_unbuilt_python_stack_is_an_error(tmp_path, monkeypatch):
     m = next(m for m in load_all() if family_of(m.folder).name == "python")
     monkeypatch.setattr(type(m), "build_dir", property(lambda self: tmp_path / "nothing"))
-    with pytest.raises(sc.StepError, match="no venv"):
-        sc.resolved_dependencies(m)
+    with pytest.raises(StepError, match="no venv"):
+        resolved_dependencies(m)
 
 
 @pytest.mark.parametrize(
@@ -245,23 +247,23 @@ def stack_in(folder: Path, **native):
 
 def test_dependencies_come_from_the_lock_files_of_npm_and_cargo_stacks(tmp_path):
     npm = stack_in(npm_stack(tmp_path / "npmstack"))
-    assert sc.resolved_dependencies(npm) == ["fastify==5.6.2"]
+    assert resolved_dependencies(npm) == ["fastify==5.6.2"]
     cargo = stack_in(cargo_stack(tmp_path / "cargostack"))
-    assert sc.resolved_dependencies(cargo) == ["tokio==1.48.0"]
+    assert resolved_dependencies(cargo) == ["tokio==1.48.0"]
 
 
 def test_a_declared_dependencies_command_wins(tmp_path):
     stack = stack_in(npm_stack(tmp_path / "declared"), dependencies="printf 'b==2\\na==1\\n'")
-    assert sc.resolved_dependencies(stack) == ["a==1", "b==2"]
+    assert resolved_dependencies(stack) == ["a==1", "b==2"]
 
 
 def test_a_stack_of_debian_packages_lists_their_versions(tmp_path):
     if not shutil.which("dpkg-query"):
         pytest.skip("dpkg-query not found")
-    (listed,) = sc.resolved_dependencies(stack_in(tmp_path / "debs", apt=["bash"]))
+    (listed,) = resolved_dependencies(stack_in(tmp_path / "debs", apt=["bash"]))
     assert listed.startswith("bash==") and len(listed) > len("bash==")
-    with pytest.raises(sc.StepError, match="nothing says what it runs with"):
-        sc.resolved_dependencies(stack_in(tmp_path / "bare", apt=[]))
+    with pytest.raises(StepError, match="nothing says what it runs with"):
+        resolved_dependencies(stack_in(tmp_path / "bare", apt=[]))
 
 
 def test_every_stack_has_a_family_and_a_test_plan():
@@ -340,7 +342,7 @@ def test_dependencies_of_a_csharp_stack_name_its_packages_the_sdk_and_the_framew
     config = write(out / "demo.runtimeconfig.json", json.dumps({"runtimeOptions": {"frameworks": [
         {"name": "Microsoft.AspNetCore.App", "version": "10.0.0"}]}}))  # fmt: skip
     try:
-        listed = sc.resolved_dependencies(stack)
+        listed = resolved_dependencies(stack)
     finally:
         config.unlink()
     assert "xunit==2.9.3" in listed
@@ -354,12 +356,12 @@ def test_a_declared_dependencies_command_runs_in_the_stacks_environment(tmp_path
     stack = stack_in(tmp_path / "env", apt=[],
                      dependencies='test -n "$BUILD_DIR" && test -f "$WORKDAY_CALENDAR" && '
                                   'echo "dir==$(basename "$BUILD_DIR")"')  # fmt: skip
-    assert sc.resolved_dependencies(stack) == [f"dir=={stack.build_dir.name}"]
+    assert resolved_dependencies(stack) == [f"dir=={stack.build_dir.name}"]
 
 
 def test_a_failed_dependency_list_keeps_the_commands_own_words(tmp_path):
     stack = stack_in(tmp_path / "fails", dependencies="echo 'crate index unreachable' >&2; exit 3")
-    with pytest.raises(sc.StepError) as failed:
-        sc.resolved_dependencies(stack)
+    with pytest.raises(StepError) as failed:
+        resolved_dependencies(stack)
     assert "exited 3" in failed.value.message
     assert "crate index unreachable" in failed.value.output

@@ -1,6 +1,6 @@
 """Where this machine's packages come from: each registry probed, and the mirror made usable.
 
-core/mirror.py says what a choice means (OFFLINE, the families, the layout and
+packages/mirror.py says what a choice means (OFFLINE, the families, the layout and
 each package manager's variables). This module makes the choice on this
 machine when OFFLINE leaves it open: it probes every family's registry at once
 (`probe_registry`, at most PROBE_TIMEOUT_S), keeps the answer for the rest of
@@ -11,7 +11,7 @@ Run as a script it resolves the choice, prints each probed family's line to
 stderr once, and the variables as shell `export` lines, for the shell scripts
 that run before the harness:
 
-    eval "$(python3 -m loadtest.host.registries shell-env)"
+    eval "$(python3 -m loadtest.packages.registries shell-env)"
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from loadtest.core.manifest import REPO_ROOT
-from loadtest.core.mirror import (
+from loadtest.packages.mirror import (
     FAMILIES,
     PACKED_SUFFIX,
     WRITABLE_COPY,
@@ -200,7 +200,7 @@ def say(line: str) -> None:
 
 if __name__ == "__main__":
     if sys.argv[1:] != ["shell-env"]:
-        sys.exit("usage: python3 -m loadtest.host.registries shell-env")
+        sys.exit("usage: python3 -m loadtest.packages.registries shell-env")
     try:
         sys.stdout.write(shell_env(report=say))
     except OfflineChoiceError as exc:

@@ -29,7 +29,7 @@ on a violation; docs/reliability.md explains them):
 - Images: every FROM of a stack's Dockerfile is an exact tag (directly or as
   the default of a build ARG), never `latest` or a bare name.
 
-`resolved_dependencies(manifest)` lists what a built stack actually runs
+packages/resolved.py lists what a built stack actually runs
 with, for the provenance of a benchmark run: the manifest's own
 `[native] dependencies` command, else its family's default (pip freeze of its
 venv, `go list -m all`, the libraries of a built Spring Boot jar, the npm,
@@ -40,19 +40,14 @@ packages of its `apt` list; loadtest/core/families.py).
 
 from __future__ import annotations
 
-import io
 import json
 import re
 import shlex
-import subprocess
 import tomllib
 import xml.etree.ElementTree as ET
-import zipfile
 from pathlib import Path
 
-from loadtest.core.errors import StepError
-from loadtest.core.families import family_of
-from loadtest.core.manifest import SERVERS_DIR, Manifest, stack_env, stack_names
+from loadtest.core.manifest import SERVERS_DIR, Manifest, stack_names
 from loadtest.core.manifest import load as load_manifest
 
 SHARED_JAVA = SERVERS_DIR / "_shared" / "java"
@@ -65,7 +60,6 @@ FORBIDDEN_OPTIONS = ("-e", "--editable", "--index-url", "-i", "--extra-index-url
                      "-f", "--trusted-host", "--pre")  # fmt: skip
 MAVEN_NS = {"m": "http://maven.apache.org/POM/4.0.0"}
 SHARED_CSHARP = SERVERS_DIR / "_shared" / "csharp"
-TIMEOUT_S = 120
 
 
 # -- Python ---------------------------------------------------------------------
@@ -95,13 +89,15 @@ def requirements_problems(path: Path) -> list[str]:
         if first.startswith("-"):
             option = first.split("=", 1)[0]
             if option in FORBIDDEN_OPTIONS:
-                problems.append(f"{_rel(path)}: option {option} is not allowed ({line[:60]})")
+                problems.append(f"{shown(path)}: option {option} is not allowed ({line[:60]})")
             continue
         match = REQUIREMENT.match(line)
         if not match:
-            problems.append(f"{_rel(path)}: not pinned with == ({line[:60]})")
+            problems.append(f"{shown(path)}: not pinned with == ({line[:60]})")
         elif not HASH.search(line):
-            problems.append(f"{_rel(path)}: {match['name']}=={match['version']} has no sha256 hash")
+            problems.append(
+                f"{shown(path)}: {match['name']}=={match['version']} has no sha256 hash"
+            )
     return problems
 
 
@@ -170,7 +166,7 @@ def python_problems(manifest: Manifest) -> list[str]:
     dockerfile = folder / manifest.docker["dockerfile"]
     if dockerfile.is_file():
         for args in pip_installs(dockerfile.read_text()):
-            problems += pip_install_problems(args, _rel(dockerfile))
+            problems += pip_install_problems(args, shown(dockerfile))
     return problems
 
 
@@ -200,12 +196,12 @@ def go_problems(folder: Path) -> list[str]:
         return []
     go_sum = folder / "go.sum"
     if not go_sum.is_file():
-        return [f"{_rel(go_mod)} requires {len(remote)} module(s) but there is no go.sum"]
+        return [f"{shown(go_mod)} requires {len(remote)} module(s) but there is no go.sum"]
     listed = {tuple(line.split()[:2]) for line in go_sum.read_text().splitlines() if line.strip()}
     problems = []
     for module, version in remote:
         if (module, f"{version}/go.mod") not in listed:
-            problems.append(f"{_rel(go_sum)}: no checksum for {module} {version}")
+            problems.append(f"{shown(go_sum)}: no checksum for {module} {version}")
     return problems
 
 
@@ -234,22 +230,22 @@ def npm_problems(folder: Path) -> list[str]:
     for section in NPM_SECTIONS:
         for name, spec in (declared.get(section) or {}).items():
             if not NPM_EXACT.match(str(spec)):
-                problems.append(f"{_rel(package_json)}: {name} {spec!r} is not an exact version")
+                problems.append(f"{shown(package_json)}: {name} {spec!r} is not an exact version")
     lock = folder / "package-lock.json"
     if not lock.is_file():
-        return problems + [f"{_rel(package_json)} has no package-lock.json next to it"]
+        return problems + [f"{shown(package_json)} has no package-lock.json next to it"]
     locked = json.loads(lock.read_text())
     if locked.get("lockfileVersion") not in (2, 3):
         problems.append(
-            f"{_rel(lock)}: lockfileVersion {locked.get('lockfileVersion')!r}, not 2 or 3"
+            f"{shown(lock)}: lockfileVersion {locked.get('lockfileVersion')!r}, not 2 or 3"
         )
     for name, entry in npm_lock_packages(locked).items():
         if not NPM_EXACT.match(str(entry.get("version", ""))):
-            problems.append(f"{_rel(lock)}: {name} has no exact version")
+            problems.append(f"{shown(lock)}: {name} has no exact version")
         if not str(entry.get("resolved", "")).startswith("https://"):
-            problems.append(f"{_rel(lock)}: {name} does not say where it came from (resolved)")
+            problems.append(f"{shown(lock)}: {name} does not say where it came from (resolved)")
         if not str(entry.get("integrity", "")).startswith("sha512-"):
-            problems.append(f"{_rel(lock)}: {name} has no sha512 integrity hash")
+            problems.append(f"{shown(lock)}: {name} has no sha512 integrity hash")
     return problems
 
 
@@ -274,11 +270,13 @@ def cargo_problems(folder: Path) -> list[str]:
         return []
     lock = folder / "Cargo.lock"
     if not lock.is_file():
-        return [f"{_rel(cargo_toml)} has no Cargo.lock next to it"]
+        return [f"{shown(cargo_toml)} has no Cargo.lock next to it"]
     problems = []
     for package in cargo_registry_packages(lock):
         if not package.get("checksum"):
-            problems.append(f"{_rel(lock)}: {package['name']} {package['version']} has no checksum")
+            problems.append(
+                f"{shown(lock)}: {package['name']} {package['version']} has no checksum"
+            )
     return problems
 
 
@@ -299,7 +297,7 @@ def build_command_problems(manifest: Manifest) -> list[str]:
         texts.append((manifest.native["test"], f"{manifest.name}/server.toml test"))
     dockerfile = manifest.folder / manifest.docker["dockerfile"]
     if dockerfile.is_file():
-        texts.append((dockerfile.read_text(), _rel(dockerfile)))
+        texts.append((dockerfile.read_text(), shown(dockerfile)))
     problems = []
     for text, where in texts:
         if (manifest.folder / "package.json").is_file():
@@ -358,25 +356,25 @@ def nuget_lock_packages(lock: Path) -> dict[str, dict]:
 
 def nuget_problems(project: Path) -> list[str]:
     properties = msbuild_properties(project)
-    problems = [f"{_rel(project)}: {name} is not true (directly or in a props file it imports)"
+    problems = [f"{shown(project)}: {name} is not true (directly or in a props file it imports)"
                 for name in LOCK_PROPERTIES if properties.get(name, "").lower() != "true"]  # fmt: skip
     references = package_references(project)
     for name, version in references.items():
         if not NUGET_EXACT.match(version):
-            problems.append(f"{_rel(project)}: {name} {version!r} is not an exact version")
+            problems.append(f"{shown(project)}: {name} {version!r} is not an exact version")
     lock = project.parent / "packages.lock.json"
     if not lock.is_file():
-        return problems + [f"{_rel(project)} has no packages.lock.json next to it"]
+        return problems + [f"{shown(project)} has no packages.lock.json next to it"]
     locked = nuget_lock_packages(lock)
     lowered = {name.lower() for name in locked}
     for name in references:
         if name.lower() not in lowered:
-            problems.append(f"{_rel(lock)}: {name} is not in it (restore, then commit it)")
+            problems.append(f"{shown(lock)}: {name} is not in it (restore, then commit it)")
     for name, entry in locked.items():
         if not NUGET_EXACT.match(str(entry.get("resolved", ""))):
-            problems.append(f"{_rel(lock)}: {name} has no exact resolved version")
+            problems.append(f"{shown(lock)}: {name} has no exact resolved version")
         if not NUGET_HASH.match(str(entry.get("contentHash", ""))):
-            problems.append(f"{_rel(lock)}: {name} has no SHA-512 content hash")
+            problems.append(f"{shown(lock)}: {name} has no SHA-512 content hash")
     return problems
 
 
@@ -407,7 +405,7 @@ def image_problems(dockerfile: Path) -> list[str]:
                 continue
             if not EXACT_TAG.match(resolved) or resolved.endswith(":latest"):
                 problems.append(
-                    f"{_rel(dockerfile)}: FROM {image} is not an exact tag ({resolved!r})"
+                    f"{shown(dockerfile)}: FROM {image} is not an exact tag ({resolved!r})"
                 )
     return problems
 
@@ -431,7 +429,7 @@ def pom_problems(pom: Path) -> list[str]:
         if element.tag.endswith("}version") or element.tag == "version":
             text = element.text or ""
             if text and not text.startswith("${") and unpinned_version(text):
-                problems.append(f"{_rel(pom)}: version {text!r} is a range or not fixed")
+                problems.append(f"{shown(pom)}: version {text!r} is a range or not fixed")
     return problems
 
 
@@ -466,156 +464,8 @@ def all_problems() -> list[str]:
     return problems
 
 
-# -- what a built stack resolved --------------------------------------------------
-
-
-def resolved_dependencies(manifest: Manifest) -> list[str]:
-    """What a built stack runs with, one `name==version` (or `module version`) a line.
-
-    The manifest's `[native] dependencies` command when it has one; else its
-    family's default (loadtest/core/families.py): Python `pip freeze --all` of
-    the venv in BUILD_DIR; Go `go list -m all` (the main module first); Maven
-    the libraries of its built Spring Boot jar; npm, Cargo and NuGet
-    their lock files (NuGet's with the SDK and the shared frameworks the app
-    runs on); a stack of Debian packages the installed versions of its `apt`
-    list. Build the stack first. Raises StepError (step "dependencies") when
-    the list cannot be read.
-    """
-    declared = manifest.native.get("dependencies")
-    if declared:
-        return sorted(_run(manifest, ["bash", "-euo", "pipefail", "-c", declared]))
-    family = family_of(manifest.folder).name
-    if family == "python":
-        python = manifest.build_dir / "venv" / "bin" / "python"
-        if not python.exists():
-            raise StepError(manifest.name, "dependencies", f"no venv at {python.parent.parent}")
-        lines = _run(manifest, [str(python), "-m", "pip", "freeze", "--all",
-                                "--disable-pip-version-check"])  # fmt: skip
-        return sorted(line for line in lines if line and not line.startswith("#"))
-    if family == "go":
-        return _run(manifest, ["go", "list", "-mod=readonly", "-m", "all"])
-    if family == "maven":
-        return maven_dependencies(manifest)
-    if family == "npm":
-        return npm_locked(manifest)
-    if family == "cargo":
-        return cargo_locked(manifest)
-    if family == "dotnet":
-        return dotnet_dependencies(manifest)
-    return debian_packages(manifest)
-
-
-def npm_locked(manifest: Manifest) -> list[str]:
-    """Every package package-lock.json installs for production (dev ones left out)."""
-    lock = manifest.folder / "package-lock.json"
-    if not lock.is_file():
-        raise StepError(manifest.name, "dependencies", f"no lock file at {_rel(lock)}")
-    packages = npm_lock_packages(json.loads(lock.read_text()))
-    return sorted(f"{name}=={e.get('version')}" for name, e in packages.items() if not e.get("dev"))
-
-
-def cargo_locked(manifest: Manifest) -> list[str]:
-    """Every registry package Cargo.lock pins (the stack's own crate left out)."""
-    lock = manifest.folder / "Cargo.lock"
-    if not lock.is_file():
-        raise StepError(manifest.name, "dependencies", f"no lock file at {_rel(lock)}")
-    return sorted(f"{p['name']}=={p['version']}" for p in cargo_registry_packages(lock))
-
-
-def dotnet_dependencies(manifest: Manifest) -> list[str]:
-    """The packages of the stack's lock file, the SDK that built it and the shared
-    frameworks its published runtimeconfig rolls forward to (the newest patch installed
-    of each framework's major.minor: .NET's default roll-forward)."""
-    found = set()
-    for project in csharp_projects(manifest.folder):
-        lock = project.parent / "packages.lock.json"
-        if not lock.is_file():
-            raise StepError(manifest.name, "dependencies", f"no lock file at {_rel(lock)}")
-        found |= {f"{name}=={e.get('resolved')}" for name, e in nuget_lock_packages(lock).items()}
-    found |= {f"dotnet-sdk=={line}" for line in _run(manifest, ["dotnet", "--version"])}
-    installed = [line.split()[:2] for line in _run(manifest, ["dotnet", "--list-runtimes"])]
-    for config in manifest.build_dir.rglob("*.runtimeconfig.json"):
-        options = json.loads(config.read_text()).get("runtimeOptions", {})
-        for framework in options.get("frameworks") or [options.get("framework") or {}]:
-            name, wanted = framework.get("name"), framework.get("version", "")
-            line = ".".join(wanted.split(".")[:2]) + "."
-            versions = [v for n, v in installed if n == name and v.startswith(line)]
-            if name and versions:
-                found.add(f"{name}=={max(versions, key=version_key)}")
-    return sorted(found)
-
-
-def version_key(version: str) -> tuple:
-    return tuple(int(p) if p.isdigit() else -1 for p in re.split(r"[.-]", version))
-
-
-def debian_packages(manifest: Manifest) -> list[str]:
-    """The installed versions of the Debian packages the manifest's `apt` list names."""
-    names = manifest.native["apt"]
-    if not names:
-        raise StepError(
-            manifest.name,
-            "dependencies",
-            "no package manager files, no [native] apt list and no [native] dependencies "
-            "command in server.toml: nothing says what it runs with",
-        )
-    return sorted(_run(manifest, ["dpkg-query", "-W", "-f", "${Package}==${Version}\n", *names]))
-
-
-def maven_dependencies(manifest: Manifest) -> list[str]:
-    """`group:artifact:version` of every library the built Spring Boot jar carries
-    (BOOT-INF/lib/, each named by its own META-INF/maven pom.properties): exactly what
-    runs, read without Maven (whose offline `dependency:list` cannot resolve the shared
-    contract module, which is never installed)."""
-    jars = sorted(manifest.build_dir.glob("*.jar"))
-    if not jars:
-        raise StepError(manifest.name, "dependencies", f"no built jar in {manifest.build_dir}")
-    found = set()
-    with zipfile.ZipFile(jars[0]) as app:
-        for entry in app.namelist():
-            if entry.startswith("BOOT-INF/lib/") and entry.endswith(".jar"):
-                found.add(jar_coordinates(app.read(entry), entry.rsplit("/", 1)[1]))
-    if not found:
-        raise StepError(manifest.name, "dependencies", f"{jars[0].name} has no BOOT-INF/lib/")
-    return sorted(found)
-
-
-def jar_coordinates(jar: bytes, name: str) -> str:
-    """A library jar's `group:artifact:version` from its pom.properties, else its file name."""
-    with zipfile.ZipFile(io.BytesIO(jar)) as library:
-        for entry in library.namelist():
-            if entry.startswith("META-INF/maven/") and entry.endswith("/pom.properties"):
-                fields = dict(line.split("=", 1) for line in
-                              library.read(entry).decode("utf-8", "replace").splitlines()
-                              if "=" in line and not line.startswith("#"))  # fmt: skip
-                if {"groupId", "artifactId", "version"} <= fields.keys():
-                    return f"{fields['groupId']}:{fields['artifactId']}:{fields['version']}"
-    return name.removesuffix(".jar")
-
-
-def _run(manifest: Manifest, command: list[str]) -> list[str]:
-    """A command in the stack's folder and environment (BUILD_DIR and the rest, as its
-    build and run commands get them); its lines, or a StepError with its output."""
-    try:
-        result = subprocess.run(
-            command, cwd=manifest.folder, env=stack_env(manifest), capture_output=True,
-            text=True, timeout=TIMEOUT_S,
-        )  # fmt: skip
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise StepError(manifest.name, "dependencies", f"{command[0]}: {exc}") from None
-    if result.returncode != 0:
-        errors = [line for line in (result.stdout + result.stderr).splitlines()
-                  if "ERROR" in line or "error" in line]  # fmt: skip
-        raise StepError(
-            manifest.name,
-            "dependencies",
-            f"`{' '.join(command[:4])} ...` exited {result.returncode}",
-            "\n".join(errors[:8]) or (result.stderr or result.stdout)[-2000:],
-        )
-    return [line.strip() for line in result.stdout.splitlines() if line.strip()]
-
-
-def _rel(path: Path) -> str:
+def shown(path: Path) -> str:
+    """A path as problems name it: from the repository's root when it lies inside."""
     try:
         return str(path.relative_to(SERVERS_DIR.parent))
     except ValueError:

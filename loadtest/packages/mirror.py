@@ -3,7 +3,7 @@
 Each package family (pypi, go, maven, npm, cargo, nuget) is fetched either from
 its registry or from the mirror, chosen per family by OFFLINE:
 
-    OFFLINE unset         each registry is probed (host/registries.py); one that
+    OFFLINE unset         each registry is probed (packages/registries.py); one that
                           does not answer is read from the mirror; the choice is printed once
     OFFLINE=1 (or all)    every family from the mirror, no registry is contacted
     OFFLINE=0 (or none)   every family from its registry, nothing is probed
@@ -30,7 +30,7 @@ with parts packed as `<part>.tar.gz` is used through a writable copy under
 .cache/ (WRITABLE_COPY).
 
 Probing the registries and making a read-only mirror writable is this
-machine's business: loadtest/host/registries.py.
+machine's business: loadtest/packages/registries.py.
 """
 
 from __future__ import annotations
@@ -145,32 +145,15 @@ def mirror_dir(env=os.environ) -> Path:
     return Path(env.get("MIRROR") or DEFAULT_MIRROR).resolve()
 
 
-def pypi_dir(mirror: Path) -> Path:
-    return mirror / "pypi"
+# Each part's folder in the mirror: a package family's, and "poms", the Maven builds filled.
+PARTS = ("pypi", "go", "maven", "npm", "cargo", "nuget", "poms")
 
 
-def go_modcache(mirror: Path) -> Path:
-    return mirror / "go"
-
-
-def maven_repo(mirror: Path) -> Path:
-    return mirror / "maven"
-
-
-def npm_cache(mirror: Path) -> Path:
-    return mirror / "npm"
-
-
-def cargo_home(mirror: Path) -> Path:
-    return mirror / "cargo"
-
-
-def nuget_dir(mirror: Path) -> Path:
-    return mirror / "nuget"
-
-
-def poms_dir(mirror: Path) -> Path:
-    return mirror / "poms"
+def part_dir(mirror: Path, part: str) -> Path:
+    """The folder of `part` (one of PARTS) in the mirror at `mirror`."""
+    if part not in PARTS:
+        raise ValueError(f"no part {part!r} in the mirror: {', '.join(PARTS)}")
+    return mirror / part
 
 
 def pom_digest(pom: Path) -> str:
@@ -184,26 +167,26 @@ def family_env(family: str, mirror: Path) -> dict[str, str]:
     """The variables that make one family's package manager read `mirror`, and only it."""
     if family == "pypi":
         # pip: only the mirror's files; the lock files' hashes still check each one.
-        return {"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(pypi_dir(mirror))}
+        return {"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(part_dir(mirror, "pypi"))}
     if family == "go":
         # The mirror's download cache served as a module proxy; go.sum verifies
         # every module (the checksum database cannot be reached offline).
-        return {"GOPROXY": f"file://{go_modcache(mirror)}/cache/download", "GOSUMDB": "off",
+        return {"GOPROXY": f"file://{part_dir(mirror, 'go')}/cache/download", "GOSUMDB": "off",
                 "GOTOOLCHAIN": "local"}  # fmt: skip
     if family == "maven":
         # Maven 3.9 reads MAVEN_ARGS itself; servers/_shared/java/with-jdk passes
         # it on for older Maven (Debian bookworm has 3.8).
-        return {"MAVEN_ARGS": f"--offline -Dmaven.repo.local={maven_repo(mirror)}"}
+        return {"MAVEN_ARGS": f"--offline -Dmaven.repo.local={part_dir(mirror, 'maven')}"}
     if family == "npm":
         # The mirror is npm's cache, and it may not go past it.
-        return {"npm_config_cache": str(npm_cache(mirror)), "npm_config_offline": "true"}
+        return {"npm_config_cache": str(part_dir(mirror, "npm")), "npm_config_offline": "true"}
     if family == "cargo":
         # The mirror is cargo's home (index and crates), and it may not fetch.
-        return {"CARGO_HOME": str(cargo_home(mirror)), "CARGO_NET_OFFLINE": "true"}
+        return {"CARGO_HOME": str(part_dir(mirror, "cargo")), "CARGO_NET_OFFLINE": "true"}
     if family == "nuget":
         # MSBuild reads the environment as properties: restore's only source is the
         # mirror's folder feed; packages.lock.json's content hashes check each package.
-        return {"RestoreSources": str(nuget_dir(mirror))}
+        return {"RestoreSources": str(part_dir(mirror, "nuget"))}
     raise ValueError(f"no such package family: {family}")
 
 

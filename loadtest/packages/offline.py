@@ -1,11 +1,11 @@
 """Offline builds: what a stack's lock files need from the mirror that the mirror lacks.
 
 A stack whose package family is read from the mirror (OFFLINE, or a registry
-that did not answer: host/registries.py) and whose build would need a package
+that did not answer: packages/registries.py) and whose build would need a package
 the mirror does not hold is skipped, and the skip names the packages; it is never started on a
 half-filled mirror and never failed for it. Each check reads the stack's
 lock files as its package manager would and looks the packages up where that
-package manager will look (loadtest/core/mirror.py has the layout):
+package manager will look (loadtest/packages/mirror.py has the layout):
 
 - Python: every pinned requirement has a file in pypi/ with one of its hashes;
 - Go: every module of go.sum is in the module cache (.zip, or .mod for a
@@ -30,11 +30,10 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from loadtest.core import mirror
 from loadtest.core.families import family_of
 from loadtest.core.manifest import Manifest
-from loadtest.host import registries
-from loadtest.runners.supply_chain import (
+from loadtest.packages import mirror, registries
+from loadtest.packages.supply_chain import (
     HASH,
     REQUIREMENT,
     SHARED_JAVA,
@@ -72,7 +71,7 @@ def missing_from_mirror(folder: Path, mirror_root: Path) -> list[str]:
 
 
 def missing_python(folder: Path, mirror_root: Path) -> list[str]:
-    present = mirrored_hashes(mirror.pypi_dir(mirror_root))
+    present = mirrored_hashes(mirror.part_dir(mirror_root, "pypi"))
     missing = []
     for lock in sorted(folder.glob("*requirements*.txt")):
         for line in requirement_lines(lock.read_text()):
@@ -102,7 +101,7 @@ def missing_go(folder: Path, mirror_root: Path) -> list[str]:
     go_sum = folder / "go.sum"
     if not go_sum.is_file():
         return []
-    downloads = mirror.go_modcache(mirror_root) / "cache" / "download"
+    downloads = mirror.part_dir(mirror_root, "go") / "cache" / "download"
     missing = []
     for line in go_sum.read_text().splitlines():
         fields = line.split()
@@ -129,7 +128,7 @@ def missing_npm(folder: Path, mirror_root: Path) -> list[str]:
     lock = folder / "package-lock.json"
     if not lock.is_file():
         return []
-    content = mirror.npm_cache(mirror_root) / "_cacache" / "content-v2"
+    content = mirror.part_dir(mirror_root, "npm") / "_cacache" / "content-v2"
     missing = []
     for name, entry in npm_lock_packages(json.loads(lock.read_text())).items():
         integrity = entry.get("integrity", "")
@@ -156,7 +155,7 @@ def missing_cargo(folder: Path, mirror_root: Path) -> list[str]:
     lock = folder / "Cargo.lock"
     if not lock.is_file():
         return []
-    caches = list((mirror.cargo_home(mirror_root) / "registry" / "cache").glob("*"))
+    caches = list((mirror.part_dir(mirror_root, "cargo") / "registry" / "cache").glob("*"))
     missing = []
     for package in cargo_registry_packages(lock):
         crate = f"{package['name']}-{package['version']}.crate"
@@ -170,7 +169,7 @@ def missing_cargo(folder: Path, mirror_root: Path) -> list[str]:
 
 def missing_nuget(folder: Path, mirror_root: Path) -> list[str]:
     """A project's lock file lists the packages of the projects it references too."""
-    feed = mirror.nuget_dir(mirror_root)
+    feed = mirror.part_dir(mirror_root, "nuget")
     missing = set()
     locks = (p.parent / "packages.lock.json" for p in csharp_projects(folder))
     for lock in (lock for lock in locks if lock.is_file()):
@@ -200,7 +199,7 @@ def maven_poms(folder: Path) -> list[Path]:
 
 
 def missing_maven(folder: Path, mirror_root: Path) -> list[str]:
-    recorded = mirror.poms_dir(mirror_root)
+    recorded = mirror.part_dir(mirror_root, "poms")
     return [
         f"the dependencies of {pom.parent.name}/pom.xml as it is now"
         for pom in maven_poms(folder)
