@@ -31,6 +31,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         default="",
         help="RUNNER=docker: the stacks run on this Docker engine (a context or ssh://user@host)",
     )
+    check.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        help="stacks checked side by side (default 1; the stacks of one Maven reactor "
+        "or .NET solution always one after the other)",
+    )
     check.set_defaults(func=cmd_check)
 
 
@@ -72,7 +79,10 @@ def cmd_check(args: argparse.Namespace) -> int:
         return 2
     if args.front != "none":
         print(front.describe(args.front, stacks))
-    return check_all(runner, stacks)
+    if args.jobs < 1:
+        print("check: --jobs must be 1 or more", file=sys.stderr)
+        return 2
+    return check_all(runner, stacks, args.jobs)
 
 
 def named(args: argparse.Namespace) -> list[manifests.Manifest] | None:

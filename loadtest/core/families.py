@@ -20,10 +20,10 @@ class Family:
     marker: str  # a glob that identifies the family in a stack's folder
     test: str | None  # default command for the stack's own tests
     tested_by: str | None  # or the `make test` stage that runs them instead
+    registry: str | None = None  # the package family it fetches from (packages/mirror.FAMILIES)
     # Its stacks build from one shared project (the Maven reactor, the .NET
     # solution), whose build output two builds at once would both write.
     shared_project: bool = False
-    registry: str | None = None  # the package family it fetches from (packages/mirror.FAMILIES)
 
 
 FAMILIES = (
@@ -33,8 +33,8 @@ FAMILIES = (
         "pom.xml",
         None,
         "the java-unit stage (servers/_shared/java/pom.xml builds and tests every JVM stack)",
-        shared_project=True,
         registry="maven",
+        shared_project=True,
     ),
     Family(
         "python",
@@ -51,8 +51,8 @@ FAMILIES = (
         None,
         "the csharp-unit stage (dotnet test servers/_shared/csharp: the contract library, "
         "each C# stack started in-process and checked, its manifest against its source)",
-        shared_project=True,
         registry="nuget",
+        shared_project=True,
     ),
 )
 # A stack without a package manager of its own is made of Debian packages

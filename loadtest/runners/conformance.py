@@ -11,10 +11,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from loadtest.core.errors import StepError
+from loadtest.core.families import build_group
 from loadtest.core.manifest import REPO_ROOT, Manifest
 from loadtest.core.outcomes import skipped_banner, tally
 from loadtest.core.runner import Runner
@@ -178,8 +180,20 @@ def write_outcomes(outcomes: list[CheckOutcome]) -> None:
     LAST_CHECK_FILE.write_text(json.dumps([asdict(o) for o in outcomes], indent=1))
 
 
-def check_all(runner: Runner, manifests: list[Manifest]) -> int:
-    outcomes = [check_stack(runner, m) for m in manifests]
+def check_in_queues(runner: Runner, manifests: list[Manifest], jobs: int) -> list[CheckOutcome]:
+    """Each stack checked, `jobs` at a time; stacks of one build group (core/families)
+    one after the other. The outcomes in the order of `manifests`."""
+    queues: dict[str, list[Manifest]] = {}
+    for manifest in manifests:
+        queues.setdefault(build_group(manifest.folder), []).append(manifest)
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        done = pool.map(lambda queue: [check_stack(runner, m) for m in queue], queues.values())
+        by_stack = {o.stack: o for outcomes in done for o in outcomes}
+    return [by_stack[m.name] for m in manifests]
+
+
+def check_all(runner: Runner, manifests: list[Manifest], jobs: int = 1) -> int:
+    outcomes = check_in_queues(runner, manifests, jobs)
     write_outcomes(outcomes)
     print()
     print(summary_table(outcomes))
