@@ -123,8 +123,10 @@ fi
 stage stack-tests 1200 "$PY" -m loadtest stack-tests
 keep_skips stack-tests
 # Builds every stack once (cached by source digest in .build/<stack>/) and
-# verifies it; every later stage starts these builds.
-stage check 1500 "$PY" -m loadtest check
+# verifies it; every later stage starts these builds. Two at a time: a build
+# waits on the network or a single-threaded step as often as on a core, and
+# the checker mostly waits on the server.
+stage check 1500 "$PY" -m loadtest check --jobs 2
 keep_skips check
 
 # oha and Compose are needed from here on.
