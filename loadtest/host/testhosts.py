@@ -277,6 +277,8 @@ def down(state_dir: Path = DEFAULT_STATE_DIR) -> None:
         ):
             problems.append(f"ip link delete {link} failed")
     problems += parts.unmount_under(state_dir)
+    # Their sshd gone, the shared connections have ended: only the sockets' folder is left.
+    shutil.rmtree(parts.control_dir(state_dir), ignore_errors=True)
     if state_dir.exists() and not problems:
         shutil.rmtree(state_dir)
     if problems:

@@ -21,7 +21,7 @@ import pytest
 
 from loadtest.core.errors import StepError
 from loadtest.core.manifest import REPO_ROOT
-from loadtest.host import testhosts
+from loadtest.host import testhost_parts, testhosts
 
 pytestmark = pytest.mark.e2e
 
@@ -82,6 +82,9 @@ def test_two_hosts_answer_over_ssh_and_reach_each_other():
             server, client = hosts["server"], hosts["client1"]
             check_isolated(hosts)
             check_engines_answer_over_ssh(hosts)
+            # Later docker commands share one SSH connection per host (ControlMaster).
+            shared = list(testhost_parts.control_dir(STATE_DIR).iterdir())
+            assert len(shared) == len(names), shared
             check_container_reachable(hosts, server, client)
             with pytest.raises(StepError, match="already"):
                 testhosts.TestHosts.up(["other"], state_dir=STATE_DIR.with_name("unused"))
@@ -228,6 +231,7 @@ def assert_nothing_left() -> None:
     contexts = run(["docker", "context", "ls", "--format", "{{.Name}}"]).stdout.split()
     assert not [name for name in contexts if name.startswith("serverlab-")]
     assert not STATE_DIR.exists()
+    assert not testhost_parts.control_dir(STATE_DIR).exists()
     assert not daemons_of_the_run()
 
 
