@@ -303,6 +303,10 @@ def validate(knobs: Knobs) -> None:
         raise KnobError(f"SCENARIOS: unknown {unknown or 'empty'}; use {', '.join(SCENARIOS)}")
     if not knobs.connections or min(knobs.connections) < 1:
         raise KnobError("CONNECTIONS must be a list of positive integers")
+    # ab and h2load send a request count over the connections: at least one each.
+    if fewer := {s: n for s, n in knobs.requests.items() if n < max(knobs.connections)}:
+        raise KnobError(f"requests {fewer} are fewer than CONNECTIONS={max(knobs.connections)}: "
+                        "every connection sends one at least")  # fmt: skip
     if knobs.runner not in RUNNERS:
         raise KnobError(f"RUNNER={knobs.runner!r}: use one of {', '.join(RUNNERS)}")
     if knobs.tool not in TOOLS:

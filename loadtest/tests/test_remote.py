@@ -72,6 +72,13 @@ def test_what_cannot_work_is_refused_before_anything_starts(env, why):
         knobs(**env)
 
 
+def test_a_request_count_below_the_connections_is_refused_where_the_knobs_enter():
+    # ab-2017 sends 2000 requests of the larger bodies: not over 3000 connections.
+    with pytest.raises(KnobError, match="fewer than CONNECTIONS=3000"):
+        resolve("ab-2017", env={"CONNECTIONS": "3000"})
+    assert resolve("ab-2017", env={"CONNECTIONS": "2000"}).connections == [2000]
+
+
 def test_the_cores_of_another_host_are_not_checked_against_this_one():
     with pytest.raises(KnobError, match="not available here"):
         knobs(RUNNER="docker", SERVER_CPUS="63")

@@ -228,14 +228,11 @@ def refuse_unmergeable(tool: Tool) -> None:
 def split_spec(spec: LoadSpec, n: int) -> list[LoadSpec]:
     """`spec` shared by n client hosts: connections as evenly as possible (the first
     hosts take the remainder), an open-loop rate and ab's request count in
-    proportion to each host's connections; everything else the same."""
+    proportion to each host's connections; everything else the same. Each host
+    gets one connection at least: CONNECTIONS is never fewer than CLIENT_HOSTS
+    (core/knobs.validate_hosts)."""
     if n < 1:
         raise ToolError(f"a load is shared by at least one client host, not {n}")
-    if spec.connections < n:
-        raise ToolError(
-            f"{spec.connections} connection(s) cannot be shared by {n} client hosts: "
-            "each host needs at least one"
-        )
     base, remainder = divmod(spec.connections, n)
     connections = [base + (1 if i < remainder else 0) for i in range(n)]
     rates = [spec.rate * c / spec.connections for c in connections] if spec.rate else None

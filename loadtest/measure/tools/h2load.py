@@ -101,7 +101,9 @@ class H2load(Tool):
             "-m", str(max(1, spec.streams)),
         ]  # fmt: skip
         if spec.requests:
-            command += ["-n", str(max(spec.requests, spec.connections))]
+            # At least one request a connection: the knobs hold it (core/knobs.validate), and
+            # a rerun takes no more connections than the requests it has left (`run`).
+            command += ["-n", str(spec.requests)]
             # A connection silent this long fails its requests (counted as timeouts).
             command += ["-N", f"{max(1, int(spec.timeout))}s"]
         else:
