@@ -5,7 +5,7 @@ A stack whose manifest declares a JIT (`jit = "jvm"`, `"dotnet"`, `"pypy"` or
 when two throughput windows agree: a tiered JIT on one core climbs slowly
 enough that successive windows agree while it is still compiling (Spring MVC's
 first 80 s of load: 1.7k, 3.7k ... 9.3k req/s, then 15-18k). The warm-up
-(bench/case.py, measure/steady.py) reads a `CompilerSignal` after every
+(bench/warmup.py, measure/steady.py) reads a `CompilerSignal` after every
 window; thresholds are in core/verdict.py (JIT_*).
 
 What each runtime exposes to a reader outside the process, without changing
