@@ -277,6 +277,9 @@ def test_a_failing_host_lets_the_others_finish_then_names_itself(server, tmp_pat
     assert parse_wrk(stdout).requests > 0  # the other host's load ran to its end
 
 
+# timing: it judges the rate the two hosts reached, which a busy machine holds
+# down (182 req/s of 300 once in six with other work on both cores).
+@pytest.mark.timing
 @needs_oha
 @needs_python3
 def test_oha_over_two_hosts_at_a_fixed_rate(server, tmp_path):
