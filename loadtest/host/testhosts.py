@@ -60,24 +60,7 @@ from pathlib import Path
 
 from loadtest.core.errors import StepError
 from loadtest.host import testhost_parts as parts
-from loadtest.host.testhost_parts import (
-    BRIDGE,
-    BRIDGE_ADDRESS,
-    CLIENT_DIR,
-    CONTEXT_PREFIX,
-    DEFAULT_STATE_DIR,
-    HOST_NAME,
-    LONGEST_SOCKET,
-    MAX_HOST_NAME,
-    NAME_PREFIX,
-    NETWORK,
-    SSH,
-    SSH_USER,
-    SSHD,
-    STOP_TIMEOUT,
-    UNIX_PATH_MAX,
-    TestHost,
-)
+from loadtest.host.testhost_parts import DEFAULT_STATE_DIR, TestHost
 
 DELAY = re.compile(r"(\d+(?:\.\d+)?)(us|ms|s)")
 LOSS = re.compile(r"(\d+(?:\.\d+)?)%")
@@ -128,7 +111,7 @@ class TestHosts:
 
     def env(self) -> dict[str, str]:
         """os.environ with the run's `ssh` wrapper first on PATH: what the Docker CLI needs."""
-        wrapper_dir = self.state_dir / CLIENT_DIR / "bin"
+        wrapper_dir = self.state_dir / parts.CLIENT_DIR / "bin"
         return {**os.environ, "PATH": f"{wrapper_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
 
     def set_conditions(self, delay: str | None = None, loss: str | None = None) -> None:
@@ -160,17 +143,18 @@ class TestHosts:
         made = [{**vars(h), "docker_socket": str(h.docker_socket), "namespace": h.namespace}
                 for h in self.hosts]  # fmt: skip
         parts.write_state(
-            state_dir, {"bridge": BRIDGE, "hosts": made, "delay": delay, "loss": loss}
+            state_dir, {"bridge": parts.BRIDGE, "hosts": made, "delay": delay, "loss": loss}
         )
-        parts.run(["ip", "link", "add", BRIDGE, "type", "bridge"])
-        parts.run(["ip", "addr", "add", f"{BRIDGE_ADDRESS}/{NETWORK.prefixlen}", "dev", BRIDGE])
-        parts.run(["ip", "link", "set", BRIDGE, "up"])
+        parts.run(["ip", "link", "add", parts.BRIDGE, "type", "bridge"])
+        bridge_address = f"{parts.BRIDGE_ADDRESS}/{parts.NETWORK.prefixlen}"
+        parts.run(["ip", "addr", "add", bridge_address, "dev", parts.BRIDGE])
+        parts.run(["ip", "link", "set", parts.BRIDGE, "up"])
         for host in self.hosts:
             parts.make_namespace(host)
             if delay or loss:
                 parts.apply_netem(host, delay, loss)
-        (state_dir / CLIENT_DIR).mkdir(mode=0o700)
-        parts.keygen(state_dir / CLIENT_DIR / "id_ed25519")
+        (state_dir / parts.CLIENT_DIR).mkdir(mode=0o700)
+        parts.keygen(state_dir / parts.CLIENT_DIR / "id_ed25519")
         for host in self.hosts:
             parts.host_dir(state_dir, host.name).mkdir(mode=0o700)
             parts.keygen(parts.host_dir(state_dir, host.name) / "ssh_host_ed25519_key")
@@ -214,7 +198,7 @@ def prerequisite_problem() -> str | None:
         return "test hosts need root (network namespaces, a bridge, daemons on port 22)"
     tools = ("ip", "nsenter", "setsid", "ssh-keygen", "dockerd", "docker")
     missing = [tool for tool in tools if not shutil.which(tool)]
-    missing += [path for path in (SSHD, SSH) if not os.access(path, os.X_OK)]
+    missing += [path for path in (parts.SSHD, parts.SSH) if not os.access(path, os.X_OK)]
     if missing:
         packages = "iproute2, util-linux, openssh-server, openssh-client, docker.io"
         return f"missing for test hosts: {', '.join(missing)} (Debian: {packages})"
@@ -260,7 +244,7 @@ def down(state_dir: Path = DEFAULT_STATE_DIR) -> None:
         for name in names
         for command in ("dockerd", "sshd")
     ]
-    problems += parts.stop([pid for pid in daemons if pid], STOP_TIMEOUT)
+    problems += parts.stop([pid for pid in daemons if pid], parts.STOP_TIMEOUT)
     # What a daemon killed by SIGKILL leaves in its namespace (sessions, containerd,
     # shims) and the shims' children (containers with a network namespace of their own).
     leftovers = parts.with_descendants(
@@ -303,10 +287,10 @@ def status(state_dir: Path = DEFAULT_STATE_DIR) -> str:
 def _describe(names: list[str], state_dir: Path) -> tuple[TestHost, ...]:
     hosts = []
     for index, name in enumerate(names, 1):
-        address = str(NETWORK.network_address + index)
+        address = str(parts.NETWORK.network_address + index)
         socket_path = parts.host_dir(state_dir, name) / "docker.sock"
-        ssh_url = f"ssh://{SSH_USER}@{address}"
-        hosts.append(TestHost(name, address, CONTEXT_PREFIX + name, ssh_url, socket_path))
+        ssh_url = f"ssh://{parts.SSH_USER}@{address}"
+        hosts.append(TestHost(name, address, parts.CONTEXT_PREFIX + name, ssh_url, socket_path))
     return tuple(hosts)
 
 
@@ -316,15 +300,16 @@ def _check_request(names: list[str], delay: str | None, loss: str | None, state_
     validate_loss(loss)
     if not names or len(set(names)) != len(names):
         raise ValueError(f"host names: none, or repeated: {names}")
-    if len(names) > NETWORK.num_addresses - 3:  # the network's, the broadcast, the bridge's
-        raise ValueError(f"at most {NETWORK.num_addresses - 3} hosts")
+    if len(names) > parts.NETWORK.num_addresses - 3:  # the network's, the broadcast, the bridge's
+        raise ValueError(f"at most {parts.NETWORK.num_addresses - 3} hosts")
     for name in names:
-        if not HOST_NAME.fullmatch(name) or len(name) > MAX_HOST_NAME:
-            limit = f"at most {MAX_HOST_NAME} characters: {NAME_PREFIX}<name> names an interface"
+        if not parts.HOST_NAME.fullmatch(name) or len(name) > parts.MAX_HOST_NAME:
+            limit = (f"at most {parts.MAX_HOST_NAME} characters: {parts.NAME_PREFIX}<name> names "
+                     "an interface")  # fmt: skip
             raise ValueError(f"host name {name!r}: a-z, 0-9 and '-', a letter first, {limit}")
-        longest = parts.host_dir(state_dir, name) / LONGEST_SOCKET
-        if len(os.fsencode(longest)) > UNIX_PATH_MAX:
-            limit = f"over {UNIX_PATH_MAX} bytes, the limit of a Unix socket's path"
+        longest = parts.host_dir(state_dir, name) / parts.LONGEST_SOCKET
+        if len(os.fsencode(longest)) > parts.UNIX_PATH_MAX:
+            limit = f"over {parts.UNIX_PATH_MAX} bytes, the limit of a Unix socket's path"
             raise ValueError(f"state folder {state_dir}: the socket {longest} would be {limit}")
     # A blank would need quoting in ssh_config, sshd_config, DOCKER_HOST and the wrapper.
     if re.search(r"\s", str(state_dir)):
