@@ -3,7 +3,10 @@
     make aa PROFILE=smoke REPEAT=3 SERVERS=sanic,uvloop,fastify AA_RUNS=4
     make aa RUNS=<run>,<run>,<run>      # runs already made of the same thing
 
-The false-alarm rate it writes is what `make compare` prints for this host.
+The false-alarm rate it writes is what `make compare` prints for this host, and
+its table "Choosing REPEAT" what each REPEAT can tell here. With RUNS, nothing
+is measured: the runs are judged again and the A/A folder is written beside
+them when they share a folder (a committed A/A is regenerated in place).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from loadtest.report.flags import add_flagged_argument
 from loadtest.report.run_report import run_and_report
 
 DEFAULT_RUNS = 4  # six pairs
+CHOOSING = "## Choosing REPEAT"  # the section of aa.md printed with its table
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -49,6 +53,7 @@ def cmd_aa(args: argparse.Namespace) -> int:
     root = args.results_dir
     if args.runs:
         folders = [run_folder(name.strip(), root) for name in args.runs.split(",") if name.strip()]
+        root = beside(folders, root)
     else:
         folders = make_runs(args, console)
         if folders is None:
@@ -59,8 +64,18 @@ def cmd_aa(args: argparse.Namespace) -> int:
         console.print(f"[red]aa: {escape(str(exc))}[/]")
         return 2
     console.print(f"aa: {folder / 'aa.md'}")
-    console.print((folder / "aa.md").read_text().split("\n\n")[2])
+    text = (folder / "aa.md").read_text()
+    console.print(escape(text.split("\n\n")[2]))
+    choosing = text.split(CHOOSING, 1)[1].split("\n\n")
+    console.print(escape("\n\n".join([CHOOSING.strip(), *choosing[2:]]).rstrip()))
     return 0
+
+
+def beside(folders: list[Path], root: Path) -> Path:
+    """Where an A/A of runs already made is written: the folder the runs share, else the
+    results folder."""
+    parents = {folder.resolve().parent for folder in folders}
+    return parents.pop() if len(parents) == 1 else root
 
 
 def make_runs(args: argparse.Namespace, console: Console) -> list | None:

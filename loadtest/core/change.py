@@ -82,8 +82,12 @@ class Samples:
 
     @property
     def extra_variance(self) -> float:
-        """Variance of the log ratio from the two runs' own offsets."""
-        return 2 * self.run_to_run_sd**2
+        return offsets_variance(self.run_to_run_sd)
+
+
+def offsets_variance(run_to_run_sd: float) -> float:
+    """Variance of the log ratio of two separate runs from their own offsets, one a side."""
+    return 2 * run_to_run_sd**2
 
 
 @dataclass(frozen=True)
@@ -161,11 +165,19 @@ def round_variances(case: Samples) -> tuple[float, float]:
 def detection_limit(case: Samples, n_old: int, n_new: int, level: float) -> float:
     """The smallest change (share of the old figure) called with POWER by a two-sided test
     at `level`, with n_old and n_new rounds of this case's noise: each side's spread of
-    rounds and its run-to-run spread. Student's t at Welch's degrees of freedom; never
-    below the floor, under which nothing is called."""
+    rounds and its run-to-run spread."""
     var_old, var_new = round_variances(case)
+    return detection_limit_at(var_old, var_new, case.extra_variance, n_old, n_new, level)
+
+
+def detection_limit_at(var_old: float, var_new: float, extra_variance: float,
+                       n_old: int, n_new: int, level: float) -> float:  # fmt: skip
+    """detection_limit from the noise itself: each side's round-to-round variance of log
+    requests/s and the variance the runs' own offsets add (what `make aa` pools over a
+    series to say what each REPEAT would detect). Student's t at Welch's degrees of
+    freedom; never below the floor, under which nothing is called."""
     va, vb = var_old / n_old, var_new / n_new
-    se = math.sqrt(va + vb + case.extra_variance)
+    se = math.sqrt(va + vb + extra_variance)
     df = welch_degrees_of_freedom(va, vb, n_old, n_new)
     needed = (t_quantile(1 - level / 2, df) + t_quantile(POWER, df)) * se
     return max(MIN_EFFECT, math.exp(needed) - 1)

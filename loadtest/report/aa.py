@@ -12,7 +12,6 @@ by `make compare`) and aa.md.
 
 from __future__ import annotations
 
-import datetime as dt
 import itertools
 import json
 import math
@@ -21,6 +20,8 @@ from pathlib import Path
 
 from loadtest.core.change import MIN_EFFECT, MIN_ROUNDS
 from loadtest.core.stats import log_values, nearest_rank
+from loadtest.report.aa_limits import detection_limits
+from loadtest.report.aa_limits import markdown as limits_markdown
 from loadtest.report.compare import (
     CompareError,
     case_name,
@@ -31,8 +32,10 @@ from loadtest.report.compare import (
 from loadtest.report.noise import (
     AA_FILE,
     AA_PREFIX,
+    default_spread,
     host_identity,
     matched_settings,
+    measured_spread,
     run_to_run,
 )
 from loadtest.report.samples import ROUNDS, rps_samples
@@ -55,9 +58,10 @@ def analyse(folders: list[Path], out_root: Path, leave_out_flagged: bool = False
         if different or host_identity(run) != host_identity(first):
             what = ", ".join(different) or "host"
             raise CompareError(f"{folder.name} is not a run of the same thing ({what} differ)")
+    folder = out_root / f"{AA_PREFIX}{folders[0].name}-{folders[-1].name}"
     pairs = []
     for (i, (old_run, old)), (j, (new_run, new)) in itertools.combinations(enumerate(runs), 2):
-        spread = run_to_run(out_root, old_run, new_run)
+        spread = run_to_run(out_root, old_run, new_run, leave_out=folder.name)
         cases = compared_cases(old, new, spread)
         pairs.append({
             "old": folders[i].name, "new": folders[j].name,
@@ -68,22 +72,26 @@ def analyse(folders: list[Path], out_root: Path, leave_out_flagged: bool = False
             "differences": differences(old_run, new_run),
             "run_to_run_used": spread.source,
         })  # fmt: skip
-    summary = summarize(folders, first, pairs)
-    summary["run_to_run"] = measured_run_to_run([cases for _, cases in runs], first)
-    folder = out_root / f"{AA_PREFIX}{folders[0].name}-{folders[-1].name}"
+    summary = summarize(folders, [run for run, _ in runs], pairs)
+    measured = measured_run_to_run([cases for _, cases in runs], first)
+    summary["run_to_run"] = measured
+    # What `make compare` adds from now on for runs of these settings: this measurement.
+    after = measured_spread(measured, folder.name) or default_spread(measured["matched_on"])
+    summary["detection_limits"] = detection_limits([cases for _, cases in runs], measured, after)
     folder.mkdir(parents=True, exist_ok=True)
     (folder / AA_FILE).write_text(json.dumps(summary, indent=2) + "\n")
     (folder / "aa.md").write_text(markdown(summary))
     return folder
 
 
-def summarize(folders: list[Path], first: dict, pairs: list[dict]) -> dict:
+def summarize(folders: list[Path], run_files: list[dict], pairs: list[dict]) -> dict:
     compared = sum(p["cases"] for p in pairs)
     called = sum(len(p["called"]) for p in pairs)
     spread = sorted(abs(r - 1) for p in pairs for r in p["ratios"])
+    first = run_files[0]
     knobs = first.get("knobs") or {}
     return {
-        "written_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "measured_until": measured_until(run_files),
         "runs": [f.name for f in folders],
         "host_identity": list(host_identity(first)),
         "knobs_text": f"PROFILE={knobs.get('profile')} REPEAT={knobs.get('repeat')} "
@@ -118,6 +126,13 @@ def measured_run_to_run(runs: list[dict], first: dict) -> dict:
             "runs": len(runs)}  # fmt: skip
 
 
+def measured_until(run_files: list[dict]) -> str:
+    """When the last of the runs ended: what makes one A/A newer than another (`make
+    compare` takes the newest), the same however often the summary is written again."""
+    ends = [run.get("finished_at") or run.get("started_at") or "" for run in run_files]
+    return max(ends)
+
+
 def markdown(summary: dict) -> str:
     out = [
         f"# A/A: {len(summary['runs'])} runs of the same thing, every pair compared", "",
@@ -139,6 +154,8 @@ def markdown(summary: dict) -> str:
         called = "; ".join(pair["called"]) or "none"
         changed = "; ".join(pair["differences"]) or "nothing recorded"
         out.append(f"| {pair['old']} | {pair['new']} | {pair['cases']} | {called} | {changed} |")
+    out += ["", *limits_markdown(summary["detection_limits"], summary["runs"],
+                                 summary["host_identity"])]  # fmt: skip
     return "\n".join(out) + "\n"
 
 

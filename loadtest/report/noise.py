@@ -11,6 +11,7 @@ connections does not spread like a 10-s one at 256.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -44,18 +45,26 @@ def same_invocation(old_run: dict, new_run: dict) -> bool:
     ) and host_identity(old_run) == host_identity(new_run)
 
 
-def aa_summaries(results_root: Path, run: dict) -> list[dict]:
-    """Every A/A summary measured on the host of `run`, newest first."""
+def aa_summaries(results_root: Path, run: dict, leave_out: str = "") -> list[dict]:
+    """Every A/A summary measured on the host of `run`, newest measurement first; without
+    the folder `leave_out` (an A/A written again does not feed on its own earlier output)."""
     wanted = host_identity(run)
     found = []
     for path in results_root.glob(f"{AA_PREFIX}*/{AA_FILE}"):
+        if path.parent.name == leave_out:
+            continue
         try:
             data = json.loads(path.read_text())
         except (OSError, ValueError):
             continue
         if tuple(data.get("host_identity") or ()) == wanted:
             found.append({**data, "folder": path.parent.name})
-    return sorted(found, key=lambda d: (d.get("written_at", ""), d["folder"]), reverse=True)
+    return sorted(found, key=measured_when, reverse=True)
+
+
+def measured_when(summary: dict) -> tuple:
+    """When an A/A's runs ended (`written_at` in the summaries written before)."""
+    return summary.get("measured_until") or summary.get("written_at", ""), summary["folder"]
 
 
 def host_noise(results_root: Path, run: dict) -> dict | None:
@@ -85,20 +94,36 @@ WITHIN = RunToRun(True, 0.0, "both sides are rounds of one invocation: they shar
                   "run-to-run offset, which cancels")  # fmt: skip
 
 
-def run_to_run(results_root: Path, old_run: dict, new_run: dict) -> RunToRun:
+def run_to_run(results_root: Path, old_run: dict, new_run: dict,
+               leave_out: str = "") -> RunToRun:  # fmt: skip
     """The run-to-run term of a comparison: none within one invocation; across runs the
     newest A/A of the same host kind and settings (MATCHED_ON), else the stated default."""
     if same_invocation(old_run, new_run):
         return WITHIN
     settings = matched_settings(new_run)
-    for aa in aa_summaries(results_root, new_run):
+    for aa in aa_summaries(results_root, new_run, leave_out):
         measured = aa.get("run_to_run")
         if measured and measured.get("matched_on") == settings == matched_settings(old_run):
-            return RunToRun(False, measured["pooled"], (
-                f"separate runs: each side's run-to-run spread per case as `make aa` measured it "
-                f"on this host kind with {settings_text(settings)} ({aa['folder']}; "
-                f"{measured['pooled']:.1%}, their root mean square, for a case it did not "
-                "measure and at the least for every case)"), measured["by_case"])
+            spread = measured_spread(measured, aa["folder"])
+            if spread is not None:
+                return spread
+    return default_spread(settings)
+
+
+def measured_spread(measured: dict, folder: str) -> RunToRun | None:
+    """The run-to-run term an A/A's `run_to_run` gives, or None when it measured no case
+    (every run had fewer rounds than a spread needs)."""
+    if not math.isfinite(measured.get("pooled", math.nan)):
+        return None
+    settings = measured["matched_on"]
+    return RunToRun(False, measured["pooled"], (
+        f"separate runs: each side's run-to-run spread per case as `make aa` measured it "
+        f"on this host kind with {settings_text(settings)} ({folder}; "
+        f"{measured['pooled']:.1%}, their root mean square, for a case it did not "
+        "measure and at the least for every case)"), measured["by_case"])  # fmt: skip
+
+
+def default_spread(settings: dict) -> RunToRun:
     return RunToRun(False, DEFAULT_RUN_TO_RUN_SD, (
         f"separate runs: no `make aa` of this host kind with {settings_text(settings)}, so each "
         f"side carries the default run-to-run spread of {DEFAULT_RUN_TO_RUN_SD:.0%} (sd of log "
