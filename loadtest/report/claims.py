@@ -114,6 +114,7 @@ class Experiment:
     claims: tuple[Claim, ...]
     untestable: tuple[Untestable, ...]
     order: int = 0  # the experiment's place on the page
+    notes: str = ""  # prose after the tables: how figures were checked by hand
 
 
 def load_all(folder: Path = EXPERIMENTS_DIR) -> list[Experiment]:
@@ -128,7 +129,8 @@ def load(path: Path) -> Experiment:
         claims = tuple(_claim(c, runs) for c in data.get("claim", []))
         untestable = tuple(_untestable(u) for u in data.get("untestable", []))
         return Experiment(data["experiment"], data["title"], path, data.get("intro", "").strip(),
-                          runs, claims, untestable, int(data.get("order", 0)))  # fmt: skip
+                          runs, claims, untestable, int(data.get("order", 0)),
+                          data.get("notes", "").strip())  # fmt: skip
     except (KeyError, TypeError, ValueError) as exc:
         raise ClaimError(f"{path.name}: {exc}") from exc
 

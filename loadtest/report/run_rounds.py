@@ -125,7 +125,8 @@ class CommittedRun:
             if (stack, scenario, connections) != (setting.stack, setting.scenario,
                                                   setting.connections):  # fmt: skip
                 continue
-            if setting.quota is not None and quota != setting.quota:
+            # A quota is a share of the server's cores: 1 is no cap, as a run records it.
+            if setting.quota is not None and (quota if quota is not None else 1.0) != setting.quota:
                 continue
             if setting.cores is not None and cores != setting.cores:
                 continue

@@ -7,7 +7,8 @@ judged by the rule of `make compare` (core/change.py) over the run's rounds:
 - `ratio`: figure a against `expected` times figure b. No change detected (within
   the rule's floor) is "holds"; a change either way is "does not hold".
 - `greater` / `less`: figure a against figure b. A change the claimed way is
-  "holds"; one the other way, or none beyond the floor, is "does not hold".
+  "holds"; one the other way is "does not hold", and so is none beyond the floor
+  when the run would have seen the original's own gap (`expected`).
 - A change beyond the floor that the rounds cannot confirm, or fewer rounds than
   the rule tests, is "cannot tell"; beside it, the smallest difference the run
   could have detected.
@@ -18,7 +19,8 @@ bytes of a response) is judged against the floor alone; a count that may be zero
 (errors) is a `bound`, met or missed by every round. A comparison resting on a
 round with any flag (report/flags.py: client-bound, NOISY, NOT-STEADY, COLD,
 DRIFTED, STALL, UNEVEN, RECONNECTS; the rounds `FLAGGED=leave-out` leaves out) is
-"cannot tell", naming the flag, whatever the rule would say. A claim holds when
+"cannot tell", naming the flag, whatever the rule would say (the bytes of an
+answer excepted: no flag's cause changes them). A claim holds when
 every comparison holds, does not hold when any does not, and else cannot tell.
 """
 
@@ -245,7 +247,13 @@ def overrule_flagged(claim: Claim, comparison: Comparison) -> None:
     rounds_of = {setting.label: len(rounds.flags) for setting, rounds in
                  ((comparison.a, comparison.a_rounds), (comparison.b, comparison.b_rounds))
                  if setting is not None and rounds is not None}  # fmt: skip
-    said = f"; unflagged, the rule would say: {comparison.verdict}" if comparison.detail else ""
+    said = ""
+    if comparison.detail.startswith(UNDECIDED):
+        said = f"; unflagged, still {comparison.detail}"
+    elif comparison.detail and comparison.verdict == UNDECIDED:
+        said = f"; unflagged, still cannot tell: {comparison.detail}"
+    elif comparison.detail:
+        said = f"; unflagged it would be {comparison.verdict}: {comparison.detail}"
     comparison.detail = f"flagged: {flags_text(comparison.flags, rounds_of)}{said}"
     comparison.verdict = UNDECIDED
 
