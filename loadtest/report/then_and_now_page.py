@@ -10,6 +10,7 @@ each claim's `why`); everything with a figure in it is generated here.
 from __future__ import annotations
 
 import os
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -215,7 +216,7 @@ def page(judgements: list[Judgement], template: str) -> str:
     all_judged = [item for j in judgements for item in j.judged]
     untestable = sum(len(j.experiment.untestable) for j in judgements)
     sections = "\n\n".join(experiment_section(j, PAGE.parent) for j in judgements)
-    filled = (template.replace("{{rule}}", RULE)
+    filled = (template.replace("{{rule}}", textwrap.fill(RULE, 76, break_on_hyphens=False))
               .replace("{{counts}}", count_line(all_judged, untestable))
               .replace("{{experiments}}", sections))  # fmt: skip
     return filled.rstrip("\n") + "\n"
