@@ -237,6 +237,7 @@ def handout(judgement: Judgement) -> str:
     out += [run_line(key, run) for key, run in judgement.runs.items()] + [""]
     for number, item in enumerate(judgement.judged, 1):
         out += claim_section(number, item)
+    out += ["## Notes", "", experiment.notes, ""] if experiment.notes else []
     return "\n".join(out).rstrip("\n") + "\n"
 
 
