@@ -132,8 +132,9 @@ keep_skips check
 # oha and Compose are needed from here on.
 await tools
 
-# The Docker tests run in docker-smoke, once their images are built.
-stage python-e2e 1500 pytest_group "e2e and not docker" -n 2 --maxschedchunk 1
+# The Docker tests run in docker-smoke, once their images are built; an
+# end-to-end test that judges a figure (also marked timing) in python-timing.
+stage python-e2e 1500 pytest_group "e2e and not docker and not timing" -n 2 --maxschedchunk 1
 
 # Side by side next: stages that mostly wait and judge no figure (vmstat put the
 # cores 81% idle in hostile, 67% in remote-smoke, 31% in docker-smoke), each
