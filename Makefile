@@ -43,6 +43,8 @@ NET_DELAY ?=
 NET_LOSS ?=
 RUN ?=
 RUNS ?=
+# make check: stacks checked side by side (one build group at a time each).
+JOBS ?=
 # make microbench: pyperf's options for the Python benchmark (--rigorous, --fast; --only wsgi: for names
 # starting so), and the languages to run (python,go,java,node,rust; default all).
 MICROBENCH_ARGS ?=
@@ -100,9 +102,9 @@ serve: bootstrap ## Run one stack natively in the foreground: make serve SERVER=
 	@$(HARNESS) serve $(SERVER) $(call knob,FRONT,front)
 
 .PHONY: check
-check: bootstrap ## Build, start and verify stacks against the contract: make check [SERVERS=gin,sanic] [FRONT=nginx|apache|self]
+check: bootstrap ## Build, start and verify stacks against the contract: make check [SERVERS=gin,sanic] [FRONT=nginx|apache|self] [JOBS=2]
 	@$(HARNESS) check $(call knob,SERVERS,servers) $(call knob,RUNNER,runner) $(call knob,FRONT,front) \
-		$(call knob,SERVER_HOST,server-host)
+		$(call knob,SERVER_HOST,server-host) $(call knob,JOBS,jobs)
 
 .PHONY: test
 test: ## Every test, as stages (bootstrap first), with one table of their times at the end
