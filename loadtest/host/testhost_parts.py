@@ -140,7 +140,7 @@ def keygen(key: Path) -> None:
 
 
 def write_ssh_files(state_dir: Path, hosts: tuple[TestHost, ...]) -> None:
-    client = state_dir / CLIENT_DIR
+    client, control = state_dir / CLIENT_DIR, control_dir(state_dir)
     (client / "authorized_keys").write_text((client / "id_ed25519.pub").read_text())
     known = []
     for host in hosts:
@@ -158,9 +158,9 @@ def write_ssh_files(state_dir: Path, hosts: tuple[TestHost, ...]) -> None:
         # Every docker command over a context is one ssh: the first to a host opens a
         # connection that later ones share for 30 s after the last, where each paid the
         # handshake (1.1-1.4 s under load; about 0.3 s through the shared connection).
-        "ControlMaster auto", f"ControlPath {control_dir(state_dir)}/%C", "ControlPersist 30",
+        "ControlMaster auto", f"ControlPath {control}/%C", "ControlPersist 30",
     ]  # fmt: skip
-    control_dir(state_dir).mkdir(mode=0o700, exist_ok=True)
+    control.mkdir(mode=0o700, exist_ok=True)
     (client / "ssh_config").write_text(f"Host {ADDRESS_PREFIX}*\n" + lines(options, "    "))
     wrapper = client / "bin" / "ssh"
     wrapper.parent.mkdir(mode=0o755)
