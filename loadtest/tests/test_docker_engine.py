@@ -22,6 +22,14 @@ from loadtest.tests.test_docker_limits import built_stack, load_generator, need_
 # Run by the docker-smoke stage, on the images it built (SERVERLAB_DOCKER_TESTS=1).
 pytestmark = [pytest.mark.e2e, pytest.mark.docker]
 
+LOAD_S = 3
+# The share of its one core the loaded server must have been charged for the
+# readings to be compared at all. An unloaded server is charged under 1%; how
+# far above this floor it gets depends on what else runs (make test runs the
+# hostile and remote-smoke stages beside this one: 28.6% was seen once), and
+# these tests judge the agreement of two readings, not the server's speed.
+BUSY_FLOOR_PCT = 10
+
 
 @pytest.fixture(scope="module")
 def stack():
@@ -46,12 +54,12 @@ def test_engine_cpu_time_agrees_with_the_containers_cgroup(stack):
         with load_generator() as load, EngineAPI(LOCAL.label, LOCAL.env()) as api:
             before_engine = container_reading(api, server.container_id)[1]
             before_cgroup = group.cpu_usage_ns()
-            load(server.base_url + "/", 3)
+            load(server.base_url + "/", LOAD_S)
             after_engine = container_reading(api, server.container_id)[1]
             after_cgroup = group.cpu_usage_ns()
         engine_s = (after_engine - before_engine) / 1e9
         cgroup_s = (after_cgroup - before_cgroup) / 1e9
-        assert cgroup_s > 1.0, "the load did not keep the server busy"
+        assert cgroup_s / LOAD_S * 100 > BUSY_FLOOR_PCT, "the load did not keep the server busy"
         assert engine_s == pytest.approx(cgroup_s, rel=0.05)
 
 
@@ -65,17 +73,15 @@ def test_the_engine_sampler_sees_a_busy_server(stack):
             before_cgroup = group.cpu_usage_ns()
             sampler.start()
             started = time.monotonic()
-            load(server.base_url + "/", 3)
+            load(server.base_url + "/", LOAD_S)
             loaded_s = time.monotonic() - started
             usage = sampler.stop()
             cgroup_pct = (group.cpu_usage_ns() - before_cgroup) / 1e9 / loaded_s * 100
     assert usage.source == "docker-api" and usage.samples >= 3
     assert usage.rss_peak_bytes and usage.rss_peak_bytes > 1024**2
-    # Busy on its one pinned core, as far as other work on this machine lets it
-    # (make test runs other stages beside this one): what the engine reports
-    # over the load is what the kernel charged the container, and never more
-    # than the one core it may use.
-    assert cgroup_pct > 33, "the load did not keep the server busy"
+    # What the engine reports over the load is what the kernel charged the
+    # container, and never more than the one core it may use.
+    assert cgroup_pct > BUSY_FLOOR_PCT, "the load did not keep the server busy"
     assert sampler.active_pct(loaded_s) == pytest.approx(cgroup_pct, abs=15)
     assert sampler.active_pct(loaded_s) <= 105
     assert usage.cpu_peak_pct <= 110
