@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 from loadtest.core.manifest import REPO_ROOT, Manifest
@@ -69,6 +70,16 @@ def python_stand_in(
         docker={"dockerfile": "Dockerfile"},
         tuning=[],
     )
+
+
+def server_py_stand_in(parent: Path, prefix: str, source: str, run: str, **fields) -> Manifest:
+    """A stand-in whose folder, new under `parent`, holds `source` as server.py; `run`
+    starts it and `fields` are python_stand_in's. The folder's name is unique, since the
+    build folder (.build/<name>) is shared by every test on the machine."""
+    folder = parent / f"{prefix}-{uuid.uuid4().hex[:8]}"
+    folder.mkdir()
+    (folder / "server.py").write_text(source)
+    return python_stand_in(folder, run, **fields)
 
 
 def bench_over(

@@ -39,7 +39,7 @@ from loadtest.host.process import CLEAN_EXIT_CODES, group_pids
 from loadtest.runners import front
 from loadtest.runners.conformance import check_stack
 from loadtest.runners.native import NativeRunner
-from loadtest.tests.stand_in_manifest import bench_over, python_stand_in
+from loadtest.tests.stand_in_manifest import bench_over, server_py_stand_in
 
 pytestmark = pytest.mark.e2e
 
@@ -210,12 +210,10 @@ def test_stop_leaves_no_process_and_a_killed_front_is_an_unclean_stop(
 @pytest.fixture
 def reference_stack(folder):
     """A manifest whose `run` starts the reference server, for the native runner."""
-    name = f"test-front-{uuid.uuid4().hex[:8]}"
-    stack_folder = folder / name
-    stack_folder.mkdir()
-    (stack_folder / "server.py").write_text(REFERENCE_STACK)
-    manifest = python_stand_in(
-        stack_folder,
+    manifest = server_py_stand_in(
+        folder,
+        "test-front",
+        REFERENCE_STACK,
         f'exec {sys.executable} server.py "{DISPLAY_NAME}"',
         display_name=DISPLAY_NAME,
     )

@@ -11,7 +11,6 @@ import os
 import shutil
 import socket
 import textwrap
-import uuid
 from pathlib import Path
 
 import pytest
@@ -20,7 +19,7 @@ from loadtest.core.errors import StepError
 from loadtest.core.runner import Limits
 from loadtest.host.ports import PORTS_VARIABLE
 from loadtest.runners.native import NativeRunner
-from loadtest.tests.stand_in_manifest import python_stand_in
+from loadtest.tests.stand_in_manifest import server_py_stand_in
 
 pytestmark = pytest.mark.e2e
 
@@ -66,12 +65,10 @@ def make_stack(tmp_path):
     made = []
 
     def make(mode="ok", build="cp server.py \"$BUILD_DIR/server.py\"", requires=("python3",)):
-        name = f"test-{uuid.uuid4().hex[:8]}"
-        folder = tmp_path / name
-        folder.mkdir()
-        (folder / "server.py").write_text(SERVER)
-        manifest = python_stand_in(
-            folder,
+        manifest = server_py_stand_in(
+            tmp_path,
+            "test",
+            SERVER,
             f'exec python3 "$BUILD_DIR/server.py" {mode}',
             build=build,
             requires=requires,

@@ -12,14 +12,10 @@ import copy
 import json
 import os
 import shutil
-import socket
-import ssl
 import subprocess
 import sys
 import textwrap
-import uuid
 from dataclasses import replace
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -35,7 +31,8 @@ from loadtest.host.process import group_pids
 from loadtest.runners import front
 from loadtest.runners.conformance import check_stack
 from loadtest.runners.native import NativeRunner
-from loadtest.tests.stand_in_manifest import bench_over, python_stand_in
+from loadtest.tests.stand_in_manifest import bench_over, server_py_stand_in
+from loadtest.tests.test_front import alpn
 from loadtest.tests.test_manifest import GOOD
 
 pytestmark = pytest.mark.e2e
@@ -59,25 +56,16 @@ SELF_TLS_STACK = textwrap.dedent(
 @pytest.fixture
 def self_tls_stack(tmp_path):
     """A manifest with [self_tls] whose `run` starts the reference server."""
-    folder = tmp_path / f"test-self-tls-{uuid.uuid4().hex[:8]}"
-    folder.mkdir()
-    (folder / "server.py").write_text(SELF_TLS_STACK)
-    manifest = python_stand_in(
-        folder, f'exec {sys.executable} server.py "{DISPLAY_NAME}"', display_name=DISPLAY_NAME
+    manifest = server_py_stand_in(
+        tmp_path,
+        "test-self-tls",
+        SELF_TLS_STACK,
+        f'exec {sys.executable} server.py "{DISPLAY_NAME}"',
+        display_name=DISPLAY_NAME,
     )
     manifest = replace(manifest, self_tls_terminator=TERMINATOR)
     yield manifest
     shutil.rmtree(manifest.build_dir, ignore_errors=True)
-
-
-def alpn(port: int, cert: Path, offered: list[str]) -> str | None:
-    context = ssl.create_default_context(cafile=str(cert))
-    context.set_alpn_protocols(offered)
-    with (
-        socket.create_connection(("127.0.0.1", port), timeout=5) as sock,
-        context.wrap_socket(sock, server_hostname="127.0.0.1") as tls_sock,
-    ):
-        return tls_sock.selected_alpn_protocol()
 
 
 def test_refusal_names_the_stacks_without_self_tls_and_those_with_it():
