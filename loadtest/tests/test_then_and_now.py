@@ -132,6 +132,12 @@ def test_regenerating_the_page_changes_no_byte():
         assert handout(judgement) == path.read_text(), f"make then-and-now: {path.name}"
 
 
+def test_every_claim_has_its_own_anchor():
+    for experiment in load_all():
+        ids = [claim.id for claim in experiment.claims]
+        assert len(ids) == len(set(ids)), f"{experiment.path.name}: a claim id used twice"
+
+
 def test_the_handouts_are_linked_from_the_labs():
     labs = (HANDOUTS.parent / "README.md").read_text()
     for experiment in load_all():
