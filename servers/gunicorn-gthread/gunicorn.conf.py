@@ -8,14 +8,13 @@ ignored. Each choice is explained in README.md.
 """
 
 from serverlab_contract import config_or_exit
+from serverlab_contract.gunicorn_common import *  # noqa: F403  (the shared settings)
+from serverlab_contract.gunicorn_common import bind_for
 
 # PORT, HOST, WORKERS and WORKDAY_CALENDAR, validated once; exits with a clear
 # message on a bad value before anything is forked.
 _config = config_or_exit(default_port=8133)
-_host = f"[{_config.host}]" if ":" in _config.host else _config.host
-
-wsgi_app = "app:application"
-bind = [f"{_host}:{_config.port}"]
+bind = bind_for(_config)
 
 # The gthread worker: a process whose main thread watches the connections
 # (idle keep-alive ones included) and hands each ready request to a pool of
@@ -34,19 +33,6 @@ keepalive = 2
 # Load the application (and the calendar) once in the master, before
 # forking: workers share that memory and start faster.
 preload_app = True
-
-# No per-request logging (gunicorn's default, spelled out); start-up and
-# error lines go to stderr.
-accesslog = None
-errorlog = "-"
-
-# Workers signal liveness to the master by touching a temporary file; in
-# memory (/dev/shm) that never blocks on a disk and works when the rest of
-# the file system is read-only (gunicorn's advice for containers).
-worker_tmp_dir = "/dev/shm"
-
-# On SIGTERM workers get 10 s to finish their requests (default 30 s).
-graceful_timeout = 10
 
 # No runtime control socket: nothing here uses gunicornc, and by default it
 # is one path in $HOME shared by every gunicorn on the machine.

@@ -9,15 +9,13 @@ explained in the stacks' READMEs.
 """
 
 from serverlab_contract import config_or_exit
+from serverlab_contract.gunicorn_common import *  # noqa: F403  (the shared settings)
+from serverlab_contract.gunicorn_common import bind_for
 
 # PORT, HOST, WORKERS and WORKDAY_CALENDAR, validated once in the master; a
 # bad value or an unreadable calendar stops the start before anything forks.
 _config = config_or_exit()
-_host = f"[{_config.host}]" if ":" in _config.host else _config.host
-
-# app.py in the stack's folder (the working directory) names the application.
-wsgi_app = "app:application"
-bind = [f"{_host}:{_config.port}"]
+bind = bind_for(_config)
 
 # gevent workers: each worker process runs one gevent event loop (libev) and
 # serves every connection in its own greenlet. gunicorn monkey-patches the
@@ -38,16 +36,3 @@ keepalive = 2
 # has patched the standard library, as gevent advises (patch before other
 # imports). The calendar is still checked in the master, above.
 preload_app = False
-
-# No per-request logging (gunicorn's default, spelled out); start-up and
-# error lines go to stderr.
-accesslog = None
-errorlog = "-"
-
-# Workers signal liveness to the master by touching a temporary file; in
-# memory (/dev/shm) that never blocks on a disk and works when the rest of
-# the file system is read-only (gunicorn's advice for containers).
-worker_tmp_dir = "/dev/shm"
-
-# On SIGTERM workers get 10 s to finish their requests (default 30 s).
-graceful_timeout = 10
