@@ -137,14 +137,7 @@ class LoadgenClient(Container):
         argv = [os.path.basename(command[0]), *(self.translate(a) for a in command[1:])]
         return pinned(argv, cpus)
 
-    def run_tool(
-        self,
-        command: list[str],
-        raw_prefix: Path,
-        timeout_s: float,
-        cpus: tuple[int, ...] | None = None,
-        priority: int = 0,
-    ) -> tuple[int, str, str, float, float]:
+    def run_tool(self, command, raw_prefix, timeout_s, cpus=None, priority=0):
         # `priority` (a higher scheduling priority for the tool) is accepted for
         # the signature but not applied: the container has no CAP_SYS_NICE.
         del priority

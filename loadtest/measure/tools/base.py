@@ -202,15 +202,9 @@ class Executor(Protocol):
     def binary(self, tool: Tool) -> str:
         """The tool's program as this executor starts it; ToolError when it is missing."""
 
-    def run_tool(
-        self,
-        command: list[str],
-        raw_prefix: Path,
-        timeout_s: float,
-        cpus: tuple[int, ...] | None = None,
-        priority: int = 0,
-    ) -> tuple[int, str, str, float, float]:
-        """As `run_tool` below: raw output at `raw_prefix` on this host, CPU s, wall s."""
+    def run_tool(self, command, raw_prefix, timeout_s, cpus=None, priority=0):
+        """As the function `run_tool` above, whose signature and result it has: raw output
+        at `raw_prefix` on this host, the tool's CPU s, wall s."""
 
     def output(self, command: list[str]) -> str:
         """stdout and stderr of a short command (a version query) run where the tools run."""
