@@ -21,9 +21,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from loadtest.runners import raw_http
 from loadtest.runners.raw_http import (
     HOST,
-    TIMEOUT_S,
     Exchange,
     Response,
     closed_by_peer,
@@ -406,7 +406,7 @@ def reset_mid_response(port: int) -> CaseResult:
             sock = socket.socket()
             # A small receive window: the server is still writing when the RST comes.
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-            sock.settimeout(TIMEOUT_S)
+            sock.settimeout(raw_http.TIMEOUT_S)
             sock.connect((HOST, port))
             sock.sendall(request("/?n=100") * (1 + i % 3))
             sock.recv(1024 * (1 + i % 4))

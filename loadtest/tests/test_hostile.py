@@ -21,6 +21,7 @@ from loadtest.commands import hostile
 from loadtest.core.manifest import Manifest
 from loadtest.runners import hostile as hostile_run
 from loadtest.runners import hostile_cases as hc
+from loadtest.runners import raw_http
 
 pytestmark = pytest.mark.e2e
 
@@ -106,7 +107,7 @@ def test_a_5xx_for_a_bad_request_fails():
 
 
 def test_a_server_that_says_nothing_fails_after_the_timeout(monkeypatch):
-    monkeypatch.setattr(hc, "TIMEOUT_S", 0.5)
+    monkeypatch.setattr(raw_http, "TIMEOUT_S", 0.5)
     with RawServer(lambda data: None) as server:
         result = hc.invalid_request_line(server.port)
     assert not result.ok
@@ -114,7 +115,7 @@ def test_a_server_that_says_nothing_fails_after_the_timeout(monkeypatch):
 
 
 def test_pipelining_that_drops_requests_fails(monkeypatch):
-    monkeypatch.setattr(hc, "TIMEOUT_S", 0.5)
+    monkeypatch.setattr(raw_http, "TIMEOUT_S", 0.5)
     # Answers one request per read, whatever else the read carried.
     with RawServer(lambda data: reply(200, b"X" * 1000)) as server:
         result = hc.pipelined(server.port)
