@@ -5,106 +5,12 @@ uses it: frameworks route with their own tools and call the parsing,
 workday and body functions; servers without a framework use ``Router``.
 """
 
-from .config import (
-    Config,
-    ConfigError,
-    calendar_from_env,
-    calendar_or_exit,
-    cgroup_cpu_limit,
-    config_from_env,
-    config_or_exit,
-    cpus_available,
-    workers_from_env,
-)
-from .params import (
-    AT_ERROR,
-    AT_ERROR_BODY,
-    N_ERROR,
-    N_ERROR_BODY,
-    BadRequest,
-    InvalidAt,
-    InvalidN,
-    at_from_query,
-    at_from_values,
-    n_from_query,
-    n_from_values,
-    parse_at,
-    parse_n,
-    query_values,
-    single_value,
-)
-from .responses import (
-    ALLOW,
-    ALLOWED_METHODS,
-    BAD_REQUEST_BODY,
-    CONTENT_TYPE,
-    KB_BODIES,
-    METHOD_NOT_ALLOWED_BODY,
-    NOT_FOUND_BODY,
-    REASONS,
-    DateCache,
-    Hello,
-    Response,
-    Router,
-    format_hello_time,
-    hello_text,
-    http_date,
-    kb_body,
-)
-from .workday import (
-    CalendarError,
-    LocalTime,
-    TradingCalendar,
-    load_calendar,
-    parse_calendar,
-)
+from . import config, params, responses, workday
+from .config import *  # noqa: F403  (each module's __all__ lists its public names)
+from .params import *  # noqa: F403
+from .responses import *  # noqa: F403
+from .workday import *  # noqa: F403
 
 __version__ = "1.0.0"
 
-__all__ = [
-    "ALLOW",
-    "ALLOWED_METHODS",
-    "AT_ERROR",
-    "AT_ERROR_BODY",
-    "BAD_REQUEST_BODY",
-    "CONTENT_TYPE",
-    "KB_BODIES",
-    "METHOD_NOT_ALLOWED_BODY",
-    "NOT_FOUND_BODY",
-    "N_ERROR",
-    "N_ERROR_BODY",
-    "REASONS",
-    "BadRequest",
-    "CalendarError",
-    "Config",
-    "ConfigError",
-    "DateCache",
-    "Hello",
-    "InvalidAt",
-    "InvalidN",
-    "LocalTime",
-    "Response",
-    "Router",
-    "TradingCalendar",
-    "at_from_query",
-    "at_from_values",
-    "calendar_from_env",
-    "calendar_or_exit",
-    "cgroup_cpu_limit",
-    "config_from_env",
-    "config_or_exit",
-    "cpus_available",
-    "format_hello_time",
-    "hello_text",
-    "http_date",
-    "kb_body",
-    "load_calendar",
-    "n_from_query",
-    "n_from_values",
-    "parse_at",
-    "parse_calendar",
-    "parse_n",
-    "query_values",
-    "single_value",
-    "workers_from_env",
-]
+__all__ = [*config.__all__, *params.__all__, *responses.__all__, *workday.__all__]

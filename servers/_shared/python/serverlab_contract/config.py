@@ -18,6 +18,18 @@ from typing import Callable, List, Mapping, Optional, TypeVar
 
 from .workday import CalendarError, TradingCalendar, load_calendar
 
+__all__ = [
+    "Config",
+    "ConfigError",
+    "calendar_from_env",
+    "calendar_or_exit",
+    "cgroup_cpu_limit",
+    "config_from_env",
+    "config_or_exit",
+    "cpus_available",
+    "workers_from_env",
+]
+
 DEFAULT_HOST = "0.0.0.0"
 
 _T = TypeVar("_T")

@@ -26,6 +26,24 @@ from urllib.parse import parse_qsl
 
 from .workday import LocalTime
 
+__all__ = [
+    "AT_ERROR",
+    "AT_ERROR_BODY",
+    "N_ERROR",
+    "N_ERROR_BODY",
+    "BadRequest",
+    "InvalidAt",
+    "InvalidN",
+    "at_from_query",
+    "at_from_values",
+    "n_from_query",
+    "n_from_values",
+    "parse_at",
+    "parse_n",
+    "query_values",
+    "single_value",
+]
+
 N_ERROR = "n must be an integer between 1 and 100"
 AT_ERROR = "at must be a local time formatted YYYY-MM-DDTHH:MM[:SS]"
 N_ERROR_BODY = N_ERROR.encode("ascii")

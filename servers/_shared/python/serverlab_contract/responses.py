@@ -24,6 +24,25 @@ from .params import (
 )
 from .workday import TradingCalendar
 
+__all__ = [
+    "ALLOW",
+    "ALLOWED_METHODS",
+    "BAD_REQUEST_BODY",
+    "CONTENT_TYPE",
+    "KB_BODIES",
+    "METHOD_NOT_ALLOWED_BODY",
+    "NOT_FOUND_BODY",
+    "REASONS",
+    "DateCache",
+    "Hello",
+    "Response",
+    "Router",
+    "format_hello_time",
+    "hello_text",
+    "http_date",
+    "kb_body",
+]
+
 CONTENT_TYPE = "text/plain; charset=utf-8"
 ALLOW = "GET, HEAD"
 ALLOWED_METHODS = frozenset(("GET", "HEAD"))

@@ -21,6 +21,14 @@ import time
 from datetime import date
 from typing import FrozenSet, NamedTuple, Optional, Tuple
 
+__all__ = [
+    "CalendarError",
+    "LocalTime",
+    "TradingCalendar",
+    "load_calendar",
+    "parse_calendar",
+]
+
 # Asia/Shanghai is UTC+08:00 all year.
 UTC_OFFSET_SECONDS = 8 * 3600
 # The market closes at 15:00:00 local time; that second still belongs to D.
