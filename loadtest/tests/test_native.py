@@ -82,6 +82,18 @@ def make_stack(tmp_path):
         shutil.rmtree(manifest.build_dir, ignore_errors=True)
 
 
+@pytest.fixture
+def built_stack(make_stack):
+    """make_stack's stand-in, built by the native runner: (the runner, the manifest)."""
+
+    def build(mode="ok"):
+        runner, stack = NativeRunner(), make_stack(mode)
+        runner.build(stack)
+        return runner, stack
+
+    return build
+
+
 def test_build_runs_once_until_the_source_changes(make_stack):
     runner, stack = NativeRunner(), make_stack()
     assert runner.build(stack) is True
@@ -104,9 +116,8 @@ def test_missing_toolchain_is_a_reason_not_an_error(make_stack):
     assert NativeRunner().unavailable_reason(stack) == "toolchain not found: no-such-compiler-xyz"
 
 
-def test_start_ready_pin_and_clean_stop_of_every_process(make_stack):
-    runner, stack = NativeRunner(), make_stack("forking")
-    runner.build(stack)
+def test_start_ready_pin_and_clean_stop_of_every_process(built_stack):
+    runner, stack = built_stack("forking")
     server = runner.start(stack, Limits(cpus=(0,)))
     try:
         server.wait_ready(20)
@@ -121,9 +132,8 @@ def test_start_ready_pin_and_clean_stop_of_every_process(make_stack):
         server.kill()
 
 
-def test_worker_left_behind_after_the_parent_exits_is_reported(make_stack):
-    runner, stack = NativeRunner(), make_stack("orphaning")
-    runner.build(stack)
+def test_worker_left_behind_after_the_parent_exits_is_reported(built_stack):
+    runner, stack = built_stack("orphaning")
     with runner.start(stack, Limits()) as server:
         server.wait_ready(20)
         with pytest.raises(StepError, match="left processes running after exit"):
@@ -131,28 +141,25 @@ def test_worker_left_behind_after_the_parent_exits_is_reported(make_stack):
         assert server.pids() == [], "the runner still cleans up what the stack left"
 
 
-def test_crash_before_ready_shows_the_stack_output(make_stack):
-    runner, stack = NativeRunner(), make_stack("crash")
-    runner.build(stack)
+def test_crash_before_ready_shows_the_stack_output(built_stack):
+    runner, stack = built_stack("crash")
     with pytest.raises(StepError) as caught, runner.start(stack, Limits()) as server:
         server.wait_ready(20)
     assert caught.value.step == "start" and "exited with code 3" in str(caught.value)
     assert "cannot open the calendar" in caught.value.output
 
 
-def test_never_ready_gives_up_after_the_timeout(make_stack):
-    runner, stack = NativeRunner(), make_stack("slow")
-    runner.build(stack)
+def test_never_ready_gives_up_after_the_timeout(built_stack):
+    runner, stack = built_stack("slow")
     with pytest.raises(StepError) as caught, runner.start(stack, Limits()) as server:
         server.wait_ready(1.5)
     assert caught.value.step == "wait-ready"
     assert not server.is_alive(), "a stack that never got ready is killed"
 
 
-def test_port_already_in_use_is_refused_clearly(make_stack, monkeypatch):
+def test_port_already_in_use_is_refused_clearly(built_stack, monkeypatch):
     monkeypatch.delenv(PORTS_VARIABLE, raising=False)  # the manifest's own port, taken
-    runner, stack = NativeRunner(), make_stack()
-    runner.build(stack)
+    runner, stack = built_stack()
     with socket.socket() as blocker:
         blocker.bind(("127.0.0.1", stack.port))
         blocker.listen()
@@ -160,9 +167,8 @@ def test_port_already_in_use_is_refused_clearly(make_stack, monkeypatch):
             runner.start(stack, Limits())
 
 
-def test_server_ignoring_sigterm_is_an_unclean_stop(make_stack):
-    runner, stack = NativeRunner(), make_stack("stubborn")
-    runner.build(stack)
+def test_server_ignoring_sigterm_is_an_unclean_stop(built_stack):
+    runner, stack = built_stack("stubborn")
     with runner.start(stack, Limits()) as server:
         server.wait_ready(20)
         with pytest.raises(StepError, match="did not exit within 1 s of SIGTERM"):
@@ -175,9 +181,8 @@ def cgroup_v1_writable() -> bool:
 
 
 @pytest.mark.skipif(not cgroup_v1_writable(), reason="needs root and cgroup v1 (this host kind)")
-def test_cpu_quota_and_memory_limit_land_in_the_servers_cgroup(make_stack):
-    runner, stack = NativeRunner(), make_stack()
-    runner.build(stack)
+def test_cpu_quota_and_memory_limit_land_in_the_servers_cgroup(built_stack):
+    runner, stack = built_stack()
     with runner.start(stack, Limits(cpu_quota=0.5, memory=256 * 1024**2)) as server:
         server.wait_ready(20)
         groups = dict(
