@@ -8,7 +8,6 @@ contract changes.
 """
 
 import re
-import time
 from datetime import date
 from urllib.parse import parse_qsl
 
@@ -20,6 +19,7 @@ from serverlab_contract import (
     N_ERROR_BODY,
     NOT_FOUND_BODY,
     REASONS,
+    hello_text,
 )
 
 _N = re.compile(r"[0-9]{1,3}")
@@ -115,18 +115,9 @@ def trading_day_now(closed, epoch_seconds):
 
 
 def hello_body(display_name, epoch_ms):
-    seconds, millis = divmod(epoch_ms, 1000)
-    t = time.gmtime(seconds)
-    stamp = "%04d-%02d-%02d %02d:%02d:%02d.%03d" % (
-        t.tm_year,
-        t.tm_mon,
-        t.tm_mday,
-        t.tm_hour,
-        t.tm_min,
-        t.tm_sec,
-        millis,
-    )
-    return f"Hello World, from {display_name}! {stamp}".encode("ascii")
+    # The package's own straightforward path, formatted on every call (its format is
+    # pinned by test_contract_responses.py); the fast path is Hello.
+    return hello_text(display_name, epoch_ms).encode("ascii")
 
 
 def response(status, body, head, *extra):
