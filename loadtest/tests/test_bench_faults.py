@@ -21,19 +21,17 @@ import shutil
 import signal
 import subprocess
 import sys
-import textwrap
 import time
-import uuid
 from pathlib import Path
 
-import psutil
 import pytest
 
 from loadtest.bench.results import read_records
 from loadtest.core.knobs import KNOBS
 from loadtest.core.manifest import REPO_ROOT
-from loadtest.host.ports import PORTS_VARIABLE, free_port, port_in_use
+from loadtest.host.ports import PORTS_VARIABLE
 from loadtest.runners import calibration
+from loadtest.tests.stand_in_manifest import Stacks
 
 NEEDS_NGINX_AND_WRK = pytest.mark.skipif(
     calibration.nginx_path() is None or shutil.which("wrk") is None,
@@ -47,108 +45,6 @@ KNOB_ENV = (*KNOBS, "PROFILE")
 # that the test watching the run is not starved by the load it watches.
 SHORT = ["--profile", "smoke", "--scenarios", "hello", "--connections", "4", "--warmup", "0",
          "--seed", "11", "--priority", "0"]  # fmt: skip
-# The reference server, started the way a stack's `run` starts its server; the
-# shell's pid (the process group of the stack) goes to $BUILD_DIR/pgid.
-REFERENCE_RUN = (
-    'echo $$ > "$BUILD_DIR/pgid"; cd "$REPO_ROOT"; '
-    'exec {python} -m contracts.tests.reference_server "{display_name}"'
-)
-
-
-class Stacks:
-    """A folder of stand-in stacks; each gets a unique name, port and display name."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.token = uuid.uuid4().hex[:6]
-        self.ports: dict[str, int] = {}
-        self.display: dict[str, str] = {}
-
-    def add(self, role: str, build: str = "true", run: str = REFERENCE_RUN, files=None,
-            warmup_s: float = 0.0, dependencies: str | None = None) -> str:  # fmt: skip
-        name = f"fault-{role}-{self.token}"
-        display_name = f"Fault {role} {self.token}"
-        port = free_port()
-        folder = self.root / name
-        folder.mkdir(parents=True)
-        for file_name, text in (files or {}).items():
-            (folder / file_name).write_text(text.format(name=name))
-        run = run.format(python=sys.executable, display_name=display_name)
-        (folder / "server.toml").write_text(
-            textwrap.dedent(
-                f"""\
-                display_name = {json.dumps(display_name)}
-                language = "Python"
-                framework = "http.server"
-                framework_version = "3.11"
-                runtime = "CPython"
-                runtime_version = "3.11"
-                port = {port}
-                warmup_s = {warmup_s}
-
-                [concurrency]
-                kind = "threads"
-                default_workers = "cpus"
-                workers = "one thread per connection (the reference server)"
-
-                [native]
-                requires = ["bash"]
-                apt = []
-                version = "python3 --version"
-                build = {json.dumps(build)}
-                run = {json.dumps(run)}
-                {f"dependencies = {json.dumps(dependencies)}" if dependencies else ""}
-
-                [docker]
-                dockerfile = "Dockerfile"
-
-                [[tuning]]
-                setting = "none"
-                why = "a stand-in for the harness's fault tests"
-                """
-            )
-        )
-        self.ports[name] = port
-        self.display[name] = display_name
-        return name
-
-    def build_dir(self, name: str) -> Path:
-        return REPO_ROOT / ".build" / name
-
-    def pgid(self, name: str, timeout: float = 30) -> int:
-        path = self.build_dir(name) / "pgid"
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if path.is_file() and path.read_text().strip():
-                return int(path.read_text())
-            time.sleep(0.05)
-        raise AssertionError(f"{name} never started")
-
-    def leftovers(self) -> list[str]:
-        """Processes of these stacks still running, or their ports taken: the tests allow none."""
-        found = [f"port {port} in use" for port in self.ports.values() if port_in_use(port)]
-        for process in psutil.process_iter(["pid", "cmdline"]):
-            cmdline = " ".join(process.info["cmdline"] or [])
-            if self.token in cmdline:
-                found.append(f"{process.info['pid']}: {cmdline}")
-        return found
-
-    def clean(self) -> None:
-        for process in psutil.process_iter(["cmdline"]):
-            if self.token in " ".join(process.info["cmdline"] or []):
-                with contextlib.suppress(psutil.Error):
-                    process.kill()
-        for name in self.ports:
-            shutil.rmtree(self.build_dir(name), ignore_errors=True)
-
-
-@pytest.fixture
-def stacks(tmp_path):
-    made = Stacks(tmp_path / "servers")
-    yield made
-    made.clean()
-
-
 def bench_env(stacks: Stacks, path: str | None = None) -> dict:
     env = {k: v for k, v in os.environ.items() if k not in KNOB_ENV}
     env.update(SERVERLAB_SERVERS_DIR=str(stacks.root), PYTHONUNBUFFERED="1", COLUMNS="200")
@@ -181,6 +77,20 @@ def start_bench(stacks, results, servers, *args) -> subprocess.Popen:
         bench_command(results, servers, *args), cwd=REPO_ROOT, env=bench_env(stacks),
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip
+
+
+def bench_with_fault(stacks, results, servers, args, until, fault) -> tuple[int, str]:
+    """A bench in a child process, `fault(process)` done once a line of its output holds
+    every needle of `until`: the bench's exit code and whole output. The bench is killed
+    if it hangs, or if the test fails meanwhile."""
+    process = start_bench(stacks, results, servers, *args)
+    try:
+        output = read_until(process, *until)
+        fault(process)
+        rest, _ = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    return process.returncode, output + rest
 
 
 def read_until(process: subprocess.Popen, *needles: str, timeout: float = 30) -> str:
@@ -307,17 +217,17 @@ def test_stack_killed_mid_run(stacks, tmp_path):
     results = tmp_path / "results"
     # Three cases: the first is measured, the stack is killed during the next one
     # (the third leaves a margin on a loaded machine).
-    process = start_bench(stacks, results, [victim, good], "--connections", "2,4,8",
-                          "--duration", "1", "--seed", "5")  # fmt: skip
-    try:
-        output = read_until(process, "✓ [", f" {victim} ")  # its first case is measured
+
+    def kill_the_victim(_process):
         time.sleep(0.5)  # the next case has started (no warm-up, 0.3 s pause, 1 s case)
         os.killpg(stacks.pgid(victim), signal.SIGKILL)
-        rest, _ = process.communicate(timeout=60)
-    finally:
-        process.kill()
-    output += rest
-    assert process.returncode == 1, output
+
+    args = ["--connections", "2,4,8", "--duration", "1", "--seed", "5"]
+    # The fault once its first case is measured.
+    code, output = bench_with_fault(
+        stacks, results, [victim, good], args, ["✓ [", f" {victim} "], kill_the_victim
+    )
+    assert code == 1, output
     folder = only_run(results)
     assert_failed_step(folder, output, victim, "load", "server exited during")
     records = measurements(folder, victim)
@@ -371,16 +281,14 @@ def test_ctrl_c_mid_case_then_resume(stacks, tmp_path):
     stack = stacks.add("ctrlc")
     results = tmp_path / "results"
     args = ["--connections", "2,4,8", "--duration", "1", "--seed", "5"]
-    process = start_bench(stacks, results, [stack], *args)
-    try:
-        output = read_until(process, "✓ [", f" {stack} ")  # one case of the stack measured
+
+    def ctrl_c(process):
         time.sleep(0.5)  # its next case is running
         process.send_signal(signal.SIGINT)  # Ctrl-C reaches the bench, not the server
-        rest, _ = process.communicate(timeout=60)
-    finally:
-        process.kill()
-    output += rest
-    assert process.returncode == 130, output
+
+    # Ctrl-C once one case of the stack is measured.
+    code, output = bench_with_fault(stacks, results, [stack], args, ["✓ [", f" {stack} "], ctrl_c)
+    assert code == 130, output
     assert "interrupted: keeping every measurement so far" in output
     folder = only_run(results)
     kept = measurements(folder, stack)
@@ -450,16 +358,12 @@ def test_full_disk_while_writing_results(stacks, tmp_path):
     # embeds its charting library (about 5 MB).
     with tmpfs(tmp_path / "disk", "32m") as disk:
         results = disk / "results"
-        process = start_bench(stacks, results, [first, second], "--connections", "2,4",
-                              "--duration", "1")  # fmt: skip
-        try:
-            output = read_until(process, "✓ [1/")  # one measurement is on disk
-            fill(disk)
-            rest, _ = process.communicate(timeout=60)
-        finally:
-            process.kill()
-        output += rest
-        assert process.returncode == 1, output
+        # Full once one measurement is on disk.
+        code, output = bench_with_fault(
+            stacks, results, [first, second], ["--connections", "2,4", "--duration", "1"],
+            ["✓ [1/"], lambda _process: fill(disk),
+        )  # fmt: skip
+        assert code == 1, output
         assert "writing results failed: No space left on device" in output
         assert "the run stops here" in output and "--resume" in output
         assert "()" not in output  # every message names its file
@@ -490,22 +394,24 @@ def test_full_disk_while_writing_results(stacks, tmp_path):
 def test_results_folder_turns_read_only(stacks, tmp_path):
     first, second = stacks.add("first"), stacks.add("second")
     results = tmp_path / "results"
-    process = start_bench(stacks, results, [first, second], "--connections", "2,4",
-                          "--duration", "1")  # fmt: skip
-    folder = None
-    try:
-        output = read_until(process, "✓ [1/")
-        folder = only_run(results)
+    mounted = []
+
+    def read_only(_process):
         # The run's folder, from now on, through a read-only bind mount of itself.
-        subprocess.run(["mount", "--bind", str(folder), str(folder)], check=True)
-        subprocess.run(["mount", "-o", "remount,bind,ro", str(folder)], check=True)
-        rest, _ = process.communicate(timeout=60)
+        mounted.append(only_run(results))
+        subprocess.run(["mount", "--bind", str(mounted[0]), str(mounted[0])], check=True)
+        subprocess.run(["mount", "-o", "remount,bind,ro", str(mounted[0])], check=True)
+
+    try:
+        code, output = bench_with_fault(
+            stacks, results, [first, second], ["--connections", "2,4", "--duration", "1"],
+            ["✓ [1/"], read_only,
+        )  # fmt: skip
     finally:
-        process.kill()
-        if folder is not None:
+        for folder in mounted:
             subprocess.run(["umount", "-l", str(folder)], check=False)
-    output += rest
-    assert process.returncode == 1, output
+    folder = only_run(results)
+    assert code == 1, output
     assert "writing results failed: Read-only file system" in output, output
     assert "the run stops here" in output
     kept = measurements(folder)

@@ -19,12 +19,7 @@ import pytest
 from loadtest.bench.results import read_records
 from loadtest.core.slo import PRECISION
 from loadtest.tests.standin_server import CAPACITY_RPS, STALL_EVERY_S, STALL_MS
-from loadtest.tests.test_bench_faults import (
-    only_run,
-    NEEDS_NGINX_AND_WRK,
-    run_bench,
-    stacks,  # noqa: F401  (fixture)
-)
+from loadtest.tests.test_bench_faults import NEEDS_NGINX_AND_WRK, only_run, run_bench
 from loadtest.tests.test_bench_validity import STANDIN_RUN
 from loadtest.tests.test_lab5_coordinated_omission import ensure_oha
 

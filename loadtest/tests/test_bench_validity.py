@@ -15,13 +15,7 @@ from pathlib import Path
 import pytest
 
 from loadtest.bench.results import read_records
-from loadtest.tests.test_bench_faults import (
-    NEEDS_NGINX_AND_WRK,
-    measurements,
-    only_run,
-    run_bench,
-    stacks,  # noqa: F401  (fixture)
-)
+from loadtest.tests.test_bench_faults import NEEDS_NGINX_AND_WRK, measurements, only_run, run_bench
 
 # nginx and wrk needed, as for the fault tests.
 pytestmark = [pytest.mark.timing, NEEDS_NGINX_AND_WRK]

@@ -18,12 +18,11 @@ import pytest
 from loadtest.core.manifest import REPO_ROOT
 from loadtest.tests.browser import CHROMIUM, MISSING, inspect, screenshot
 from loadtest.tests.test_bench_faults import (
+    NEEDS_NGINX_AND_WRK,
     SHORT,
     bench_env,
     only_run,
-    NEEDS_NGINX_AND_WRK,
     run_bench,
-    stacks,  # noqa: F401  (fixture)
 )
 
 # nginx and wrk needed, as for the fault tests.
@@ -60,7 +59,7 @@ def harness(*args: str) -> subprocess.CompletedProcess:
 # timing: the comparison must call a tenfold copy an improvement, which rounds that
 # another bench beside it collapsed could not show (detection limit 74,808%).
 @pytest.mark.timing
-def test_leaderboard_gallery_and_comparison_of_real_runs(stacks, tmp_path):  # noqa: F811
+def test_leaderboard_gallery_and_comparison_of_real_runs(stacks, tmp_path):
     first, second = stacks.add("first"), stacks.add("second")
     results = tmp_path / "results"
     done = run_bench(stacks, results, [first, second], "--repeat", "3", "--duration", "1",
@@ -117,7 +116,7 @@ def test_leaderboard_gallery_and_comparison_of_real_runs(stacks, tmp_path):  # n
         assert refused.returncode == 2 and "compare:" in refused.stdout, refused.stdout
 
 
-def test_a_a_runs_give_the_false_alarm_rate_that_compare_prints(stacks, tmp_path):  # noqa: F811
+def test_a_a_runs_give_the_false_alarm_rate_that_compare_prints(stacks, tmp_path):
     # Three real runs of the same stand-in, every pair compared by make compare's rules.
     only = stacks.add("only")
     results = tmp_path / "results"

@@ -25,12 +25,7 @@ from pathlib import Path
 import pytest
 
 from loadtest.bench.results import read_records
-from loadtest.tests.test_bench_faults import (
-    only_run,
-    NEEDS_NGINX_AND_WRK,
-    run_bench,
-    stacks,  # noqa: F401  (fixture)
-)
+from loadtest.tests.test_bench_faults import NEEDS_NGINX_AND_WRK, only_run, run_bench
 
 # nginx and wrk needed, as for the fault tests.
 pytestmark = [pytest.mark.e2e, NEEDS_NGINX_AND_WRK]
