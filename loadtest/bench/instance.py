@@ -25,10 +25,9 @@ from loadtest.bench.results import WriteFailed
 from loadtest.core.errors import StepError
 from loadtest.core.runner import Limits
 from loadtest.measure.tools.base import ToolError
-from loadtest.runners import calibration
+from loadtest.runners import calibration, lifecycle
 from loadtest.runners.conformance import run_conformance, server_cert
 
-READY_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 15.0
 # Cases of one instance run back to back; a short pause lets sockets in
 # TIME_WAIT and the server's own bookkeeping settle between them.
@@ -70,7 +69,7 @@ class InstanceRunner:
         try:
             server = self.start_server(instance)
             step = "wait-ready"
-            ready = server.wait_ready(READY_TIMEOUT_S)
+            ready = server.wait_ready(lifecycle.READY_TIMEOUT_S)
             self.context.prioritize(server)
             self.context.record_front(stack, server)
             if verify:

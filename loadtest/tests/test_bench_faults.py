@@ -194,7 +194,7 @@ def test_stack_that_never_becomes_ready(stacks, tmp_path):
         "stuck", run='echo $$ > "$BUILD_DIR/pgid"; echo "waiting for a lock"; exec sleep 600'
     )
     folder, output = beside_a_good_one(stacks, tmp_path / "results", stuck, good,
-                                       prelude="import loadtest.bench.instance as b; "
+                                       prelude="import loadtest.runners.lifecycle as b; "
                                        "b.READY_TIMEOUT_S = 3")  # fmt: skip
     assert_failed_step(folder, output, stuck, "wait-ready", "no HTTP answer")
     assert "waiting for a lock" in output  # the server's own output is shown
