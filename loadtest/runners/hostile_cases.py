@@ -21,6 +21,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+# raw_http.TIMEOUT_S is read where it is defined, at call time, so that one
+# setting (a test's shorter timeout) reaches raw_http's helpers and these cases.
 from loadtest.runners import raw_http
 from loadtest.runners.raw_http import (
     HOST,
