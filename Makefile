@@ -43,6 +43,9 @@ NET_DELAY ?=
 NET_LOSS ?=
 RUN ?=
 RUNS ?=
+# make ab: each side's git revision and/or NAME=value settings (SERVER_CPU_QUOTA=0.9, WORKERS=2).
+A ?=
+B ?=
 # make check: stacks checked side by side (one build group at a time each).
 JOBS ?=
 # make microbench: pyperf's options for the Python benchmark (--rigorous, --fast; --only wsgi: for names
@@ -145,6 +148,11 @@ then-and-now: bootstrap ## Judge the four experiments' claims on the committed r
 .PHONY: aa
 aa: bootstrap ## A/A: the same bench AA_RUNS times (4), every pair compared, the false-alarm rate: make aa PROFILE=smoke REPEAT=3 SERVERS=a,b,c [RUNS=<run>,<run>,...]
 	@$(HARNESS) aa $(BENCH_ARGS) $(call knob,AA_RUNS,times) $(call knob,RUNS,runs)
+
+.PHONY: ab
+ab: bootstrap ## Interleaved A/B: two commits or settings of one stack in the same rounds, compared: make ab SERVER=gin A=HEAD~1 [B='WORKERS=2'] [REPEAT=5]
+	@test -n "$(SERVER)" -a -n "$(A)$(B)" || { echo "usage: make ab SERVER=<stack> A=<revision and/or NAME=value ...> [B=...]  (B empty: the working tree; docs/methodology.md, \"Is it a change?\")"; exit 2; }
+	@$(HARNESS) ab '$(SERVER)' --a '$(A)' --b '$(B)' $(BENCH_ARGS)
 
 .PHONY: new-server
 new-server: bootstrap ## Create servers/<name>/ from a template, a stub answering 501: make new-server NAME=x LANG=go|python|java|node|rust|csharp|other

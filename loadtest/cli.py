@@ -11,6 +11,7 @@ import sys
 
 from loadtest.commands import (
     aa,
+    ab,
     bench,
     check,
     compare,
@@ -32,8 +33,8 @@ from loadtest.packages import registries
 from loadtest.packages.mirror import OfflineChoiceError
 
 COMMANDS = (
-    stacks, check, serve, bench, report, compare, then_and_now, aa, scaffold, labs, hostile, soak,
-    docker, mirror, remote,
+    stacks, check, serve, bench, report, compare, then_and_now, aa, ab, scaffold, labs, hostile,
+    soak, docker, mirror, remote,
 )  # fmt: skip
 # The commands that build stacks or fetch packages: before them, each package family is
 # pointed at its registry or at the mirror (OFFLINE, else a probe of each registry,
@@ -41,7 +42,7 @@ COMMANDS = (
 # drive what is built already, and ask no registry.
 FETCHING = (
     stacks.cmd_stack_tests, check.cmd_check, serve.cmd_serve, bench.cmd_bench, aa.cmd_aa,
-    labs.cmd_lab, hostile.cmd_hostile, soak.cmd_soak, docker.cmd_build, docker.cmd_up,
+    ab.cmd_ab, labs.cmd_lab, hostile.cmd_hostile, soak.cmd_soak, docker.cmd_build, docker.cmd_up,
     docker.cmd_lint, docker.cmd_smoke, mirror.cmd_mirror, remote.cmd_remote_smoke,
 )  # fmt: skip
 

@@ -82,18 +82,20 @@ def scenarios_for(knobs: Knobs, contract: str) -> list[str]:
     return [s for s in knobs.scenarios if (s in STATIC_SCENARIOS) == static]
 
 
-def configurations(knobs: Knobs) -> list[tuple[float | None, int | None]]:
-    """(CPU quota in CPUs, server cores) of every start of a stack.
+def configurations(knobs: Knobs, quotas: tuple = ()) -> list[tuple[float | None, int | None]]:
+    """(CPU quota in CPUs, server cores) of every start of a stack; `quotas`, when
+    given, in place of SERVER_CPU_QUOTA (an A/B run's side, core/ab.py).
 
     With SERVER_CORES each quota is a share of the server cores, as the 2019
     run capped a share of a whole VM: 0.25 on 2 cores is 0.5 CPUs; a share of
     1 or more is the whole cores, uncapped.
     """
+    shares = list(quotas) or knobs.quotas
     if not knobs.server_cores:
-        return [(q, None) for q in knobs.quotas]
+        return [(q, None) for q in shares]
     configs = []
     for cores in knobs.server_cores:
-        for share in knobs.quotas:
+        for share in shares:
             quota = None if share is None or share >= 1 else round(share * cores, 4)
             configs.append((quota, cores))
     return configs
@@ -153,20 +155,22 @@ def measures_ceiling(knobs: Knobs) -> bool:
 
 
 def build_plan(
-    knobs: Knobs, stacks: list[str], contracts: dict | None = None, over_tls: set | None = None
+    knobs: Knobs, stacks: list[str], contracts: dict | None = None, over_tls: set | None = None,
+    quotas: dict | None = None,
 ) -> list[Instance]:
     """The shuffled, interleaved plan; `contracts` maps a stack to "api" or "static",
-    `over_tls` holds the stacks served over HTTPS (measured with TLS_TOOL when set).
+    `over_tls` holds the stacks served over HTTPS (measured with TLS_TOOL when set),
+    `quotas` a stack to its own CPU quotas (an A/B run's side) in place of the knob's.
 
     A stack gets only the scenarios of its contract (the ceiling serves the
     api's); a stack left with none is not in the plan (see `contract_notes`).
     """
-    contracts = contracts or {}
-    over_tls = over_tls or set()
+    contracts, over_tls, quotas = contracts or {}, over_tls or set(), quotas or {}
     rng = random.Random(knobs.seed)
     plan = []
     for repetition in range(1, knobs.repeat + 1):
-        instances = [(s, q, c) for s in stacks for q, c in configurations(knobs)]
+        instances = [(s, q, c) for s in stacks
+                     for q, c in configurations(knobs, quotas.get(s, ()))]  # fmt: skip
         if measures_ceiling(knobs):
             instances.append((calibration.NAME, None, None))  # the ceiling: never capped
         rng.shuffle(instances)

@@ -41,6 +41,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from loadtest.bench import plan
+from loadtest.bench.ab_sides import Sides
 from loadtest.bench.case import CaseRunner, peak_key
 from loadtest.bench.clients import LoadClients
 from loadtest.bench.console import PlanContext, print_plan
@@ -71,8 +72,9 @@ from loadtest.runners import calibration, front
 class Bench:
     """One bench run over a plan; `run` returns the exit status (see `exit_code`)."""
 
-    def __init__(self, knobs: Knobs, folder: Path, console: Console, resume: bool = False):
-        self.knobs = knobs
+    def __init__(self, knobs: Knobs, folder: Path, console: Console, resume: bool = False,
+                 sides: Sides | None = None):  # an A/B run's sides, in place of SERVERS
+        self.knobs, self.sides = knobs, sides
         self.folder = folder
         self.console = console
         self.resume = resume
@@ -97,14 +99,12 @@ class Bench:
         self.priority = knobs.priority if can_raise(knobs.priority) else 0
         self.measuring = False  # True once results.jsonl is open: the command then reports
 
-    def stacks(self) -> list[str]:
-        return wanted_stacks(self.knobs, self.console.print)
-
     def set_up(self) -> list[str]:
         """The stacks, their manifests, the runner and the tools; raises the reason
         the run cannot start (KnobError, ToolError, RunnerUnavailable)."""
-        stacks = self.stacks()
-        self.readable, self.unreadable = read_manifests(stacks)
+        stacks = (list(self.sides.manifests) if self.sides
+                  else wanted_stacks(self.knobs, self.console.print))  # fmt: skip
+        self.readable, self.unreadable = read_manifests(stacks, self.sides)
         settled = set_up(self.knobs, self.readable, self.folder, self.resume, self.priority,
                          self.console.print)  # fmt: skip
         self.knobs, self.runner, self.runner_choice = settled.knobs, settled.runner, settled.choice
@@ -119,7 +119,8 @@ class Bench:
         self.contracts = stack_contracts(stacks, self.readable)
         self.warmups = stack_warmups(self.readable)
         over_tls = stacks_over_tls(self.readable, self.knobs.front)
-        the_plan = plan.build_plan(self.knobs, stacks, self.contracts, over_tls)
+        the_plan = plan.build_plan(self.knobs, stacks, self.contracts, over_tls,
+                                   self.sides.quotas if self.sides else None)  # fmt: skip
         if self.resume:
             self.previous = read_previous(self.folder)
             self.console.print(f"  resume: {len(self.previous.done)} measurement(s) "
@@ -176,6 +177,7 @@ class Bench:
                 run_info = provenance(
                     self.run_id, self.knobs, manifests, self.runner_choice, self.priority
                 )
+                run_info.update({"ab": self.sides.record()} if self.sides else {})
             write_json_atomic(run_file, run_info)
             writer = ResultsWriter(self.folder / RESULTS_FILE)
         except OSError as exc:
@@ -348,9 +350,14 @@ def resumed(run_info: dict) -> dict:
     return run_info
 
 
-def read_manifests(stacks: list[str]) -> tuple[dict[str, Manifest], dict[str, str]]:
+def read_manifests(
+    stacks: list[str], sides: Sides | None = None
+) -> tuple[dict[str, Manifest], dict[str, str]]:
     """Each stack's manifest, read once as the run starts: stack -> manifest for those
-    that load, and stack -> the error for those that do not (their build step names it)."""
+    that load, and stack -> the error for those that do not (their build step names it).
+    An A/B run's sides were read when they were made."""
+    if sides:
+        return dict(sides.manifests), {}
     manifests, errors = {}, {}
     for name in stacks:
         try:

@@ -91,6 +91,12 @@ class Manifest:
     # HTTP/1.1 by ALPN, with TLS_CERT/TLS_KEY; the value names what terminates
     # TLS in it ("Kestrel"). None: it serves plain HTTP only.
     self_tls_terminator: str | None = None
+    # The repository the stack's folder and shared libraries are read from: this one,
+    # or a worktree at another commit (an A/B run's side, core/ab.py).
+    repo_root: Path = REPO_ROOT
+    # The build folder's name when it is not the stack id: an A/B side that changes only
+    # the quota runs the stack's own build.
+    build_id: str = ""
 
     @property
     def stack(self) -> str:
@@ -105,7 +111,7 @@ class Manifest:
     @property
     def build_dir(self) -> Path:
         # Per stack id: a variant's run-time files (pid, temp) never meet the default's.
-        return REPO_ROOT / ".build" / self.name
+        return REPO_ROOT / ".build" / (self.build_id or self.name)
 
     def provenance(self) -> dict:
         """What a results file records about the stack."""
@@ -172,7 +178,7 @@ def stack_env(manifest: Manifest) -> dict:
     [[variant]]'s settings (servers/README.md, "Build and run")."""
     env = dict(os.environ)
     env.update(
-        REPO_ROOT=str(REPO_ROOT),
+        REPO_ROOT=str(manifest.repo_root),
         BUILD_DIR=str(manifest.build_dir),
         WORKDAY_CALENDAR=str(CALENDAR_FILE),
         PYTHONUNBUFFERED="1",

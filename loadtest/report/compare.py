@@ -209,6 +209,68 @@ def compare(old_folder: Path, new_folder: Path, out_root: Path,
     return folder
 
 
+AB_FILE = "ab.md"  # an A/B run's comparison of its sides, in the run's own folder
+
+
+def compare_sides(folder: Path, leave_out_flagged: bool = False) -> Path:
+    """An A/B run's sides compared (`make ab`), A as old and B as new, in the run's folder
+    (ab.md, ab.html); returns the markdown's path. Raises CompareError."""
+    run, cases = load_run(folder, leave_out_flagged)
+    ab = run.get("ab")
+    if not ab:
+        raise CompareError(f"{folder.name}: not an A/B run (run.json has no \"ab\")")
+    sides = ab["sides"]
+    cases = settings_of_the_run(cases)
+    old = side_cases(cases, sides["A"]["stack_id"], ab["stack"])
+    new = side_cases(cases, sides["B"]["stack_id"], ab["stack"])
+    paired = {key: old[partner] for key in new if (partner := partner_key(key, old))}
+    partners = dict.fromkeys(partner_key(key, old) for key in paired)
+    result = Comparison(
+        f"serverlab A/B: {ab['stack']}, A ({sides['A']['describe']}) as old -> "
+        f"B ({sides['B']['describe']}) as new, run {folder.name}",
+        compared_cases(paired, new, WITHIN),
+        side_differences(run, sides),
+        only_in(old, partners), only_in(new, paired),
+        noise_line(host_noise(folder.parent, run)),
+        f"The unit: {WITHIN.source}; the rounds alternate the sides, each start fresh, in the "
+        "order the run's seed shuffled, beside the nginx ceiling.",
+        f"{run['_left_out']} flagged rounds left out (FLAGGED=leave-out)." if leave_out_flagged
+        else "",
+    )  # fmt: skip
+    (folder / AB_FILE).write_text(markdown(result))
+    (folder / "ab.html").write_text(page(result, ratio_chart(result.cases)))
+    return folder / AB_FILE
+
+
+def side_differences(run: dict, sides: dict) -> list[str]:
+    """What each side is, then what differs between their runtimes and dependencies."""
+    lines = [f"{name}: {side['describe']}" + (f" (commit {side['commit']})" if side["commit"] else "")
+             for name, side in sorted(sides.items())]  # fmt: skip
+    a, b = sides["A"]["stack_id"], sides["B"]["stack_id"]
+    runtimes, stacks = run.get("runtime_versions") or {}, run.get("stacks") or {}
+    if runtimes.get(a) != runtimes.get(b):
+        lines.append(f"runtime: {runtimes.get(a)!r} -> {runtimes.get(b)!r}")
+    before = set((stacks.get(a) or {}).get("dependencies") or [])
+    after = set((stacks.get(b) or {}).get("dependencies") or [])
+    if before != after:
+        lines.append(f"dependencies: -{sorted(before - after)} +{sorted(after - before)}")
+    return lines
+
+
+def side_cases(cases: dict, side_id: str, stack: str) -> dict:
+    """One side's cases, keyed under the stack's own name."""
+    return {(stack, *key[1:]): rows for key, rows in cases.items() if key[0] == side_id}
+
+
+def partner_key(key: tuple, other: dict) -> tuple | None:
+    """The other side's case for `key`: the same case, or, when the other side ran at one
+    quota (its key holds none), the same case at that quota."""
+    if key in other:
+        return key
+    uncapped = key[:QUOTA] + (None,) + key[QUOTA + 1:]
+    return uncapped if uncapped in other else None
+
+
 NOTE = (
     "new/old is the ratio of the rounds' geometric means, with its 95% interval (Welch's t on "
     "log requests/s, with each side's run-to-run spread when the runs are separate). A case is "

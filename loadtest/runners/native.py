@@ -17,7 +17,7 @@ from pathlib import Path
 
 from loadtest.core.errors import StepError
 from loadtest.core.families import family_of
-from loadtest.core.manifest import REPO_ROOT, REPO_SERVERS_DIR, Manifest, load, stack_env
+from loadtest.core.manifest import Manifest, load, stack_env
 from loadtest.core.runner import Limits
 from loadtest.host.cgroups import CgroupLimits, LimitsUnavailable
 from loadtest.host.locks import exclusive
@@ -30,8 +30,8 @@ from loadtest.packages.offline import offline_problem
 from loadtest.packages.resolved import resolved_dependencies
 from loadtest.runners.lifecycle import require, running
 
-SHARED_DIR = REPO_SERVERS_DIR / "_shared"
-STATIC_SITE_DIR = REPO_ROOT / "contracts" / "static"
+SHARED_DIR = Path("servers") / "_shared"  # under the manifest's repository root
+STATIC_SITE_DIR = Path("contracts") / "static"
 # Generated folders that must not trigger a rebuild.
 IGNORED_DIRS = {"target", "__pycache__", ".pytest_cache", "node_modules", "bin", "obj"}
 BUILD_TIMEOUT_S = 900
@@ -41,9 +41,9 @@ def source_digest(manifest: Manifest) -> str:
     """Hash of everything a native build reads: the stack's folder and _shared/
     (and, for a static stack, the site it serves)."""
     digest = hashlib.sha256(manifest.native["build"].encode())
-    roots = [manifest.folder, SHARED_DIR]
+    roots = [manifest.folder, manifest.repo_root / SHARED_DIR]
     if manifest.contract == "static":
-        roots.append(STATIC_SITE_DIR)
+        roots.append(manifest.repo_root / STATIC_SITE_DIR)
     for root in roots:
         for path in sorted(root.rglob("*")):
             if not path.is_file() or IGNORED_DIRS.intersection(path.relative_to(root).parts):
