@@ -25,8 +25,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from loadtest.bench.results import RESULTS_FILE, RUN_FILE, read_records
-from loadtest.core.change import MIN_EFFECT, MIN_ROUNDS, MORE_ROUNDS, VERDICTS, Samples, judge_all
-from loadtest.report.flags import flags_text, mark_rounds
+from loadtest.core.change import (
+    MIN_EFFECT,
+    MIN_ROUNDS,
+    MORE_ROUNDS,
+    VERDICTS,
+    Samples,
+    judge_all,
+    two_states_text,
+)
+from loadtest.report.flags import TWO_STATES, flags_text, mark_rounds
 from loadtest.report.interactive import OFFLINE_META, chart_div, ratio_chart, scripts
 from loadtest.report.noise import WITHIN, RunToRun, host_noise, noise_line, run_to_run
 from loadtest.report.samples import ROUNDS, rps_samples
@@ -115,9 +123,17 @@ def compared_cases(old: dict, new: dict, spread: RunToRun = WITHIN) -> list[dict
             "verdict": difference.text, "change": difference.verdict, "samples": counted,
             "is_change": difference.is_change,
             "limit": difference.limit,
-            "flagged": f"{flags_text(old[key]) or '-'}; {flags_text(new[key]) or '-'}",
+            "flagged": f"{side_flags(old[key], samples.old)}; {side_flags(new[key], samples.new)}",
         })  # fmt: skip
     return cases
+
+
+def side_flags(rows: list[dict], rates: list[float]) -> str:
+    """One side's flagged rounds, and its two states when its rounds fell into two."""
+    states = two_states_text(rates) if len(rates) == len(rows) else ""
+    text = ", ".join(part for part in (flags_text(rows), states and f"{TWO_STATES} ({states})")
+                     if part)  # fmt: skip
+    return text or "-"
 
 
 def case_cells(case: dict) -> list[str]:

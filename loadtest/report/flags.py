@@ -15,7 +15,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from loadtest.core.change import MIN_EFFECT, drifted, window_spread
+from loadtest.core.change import MIN_EFFECT, STATE_GAP, drifted, window_spread
 from loadtest.core.verdict import DRIFT_BOUND, JIT_QUIET_MS
 from loadtest.measure.steady import window_rates
 
@@ -78,19 +78,34 @@ FLAGS = (
 )  # fmt: skip
 
 
+# A row whose rounds fall into two states (core/change.py, rule 8): a flag of the case,
+# not of a round, so no round is left out for it; the row shows both states.
+TWO_STATES = "TWO-STATES"
+TWO_STATES_NOTE = (
+    f"{TWO_STATES} marks a case whose rounds fell into two groups far apart, each tight (a step "
+    f"of {STATE_GAP - 1:.0%} or more between them, three times the wider group's own range): "
+    "two states of the stack or of the host, not one figure with noise. Its median is one of "
+    "them or neither; both are given, and a comparison of the case says so. "
+    "docs/measurements/two-states.md has what was found of the cause."
+)
+
+
 def row_flags(row: dict) -> list[str]:
-    """The flags of one row, as `NAME (flagged/runs)`."""
-    return [f"{flag.name} ({row[flag.column]}/{row['runs']})" for flag in FLAGS
-            if row.get(flag.column)]  # fmt: skip
+    """The flags of one row, as `NAME (flagged/runs)`; two states as both states."""
+    flags = [f"{flag.name} ({row[flag.column]}/{row['runs']})" for flag in FLAGS
+             if row.get(flag.column)]  # fmt: skip
+    return flags + ([f"{TWO_STATES} ({row['two_states']})"] if row.get("two_states") else [])
 
 
 def flag_names(row: dict) -> list[str]:
-    return [flag.name for flag in FLAGS if row.get(flag.column)]
+    names = [flag.name for flag in FLAGS if row.get(flag.column)]
+    return names + ([TWO_STATES] if row.get("two_states") else [])
 
 
 def flag_notes(rows: list[dict]) -> list[str]:
     """The note of every flag some row of `rows` carries."""
-    return [flag.note for flag in FLAGS if any(r.get(flag.column) for r in rows)]
+    notes = [flag.note for flag in FLAGS if any(r.get(flag.column) for r in rows)]
+    return notes + ([TWO_STATES_NOTE] if any(r.get("two_states") for r in rows) else [])
 
 
 def instance_key(record: dict) -> tuple:

@@ -9,6 +9,7 @@ import statistics
 from collections import defaultdict
 from pathlib import Path
 
+from loadtest.core.change import two_states_text
 from loadtest.core.stats import bootstrap_ci, summarize
 from loadtest.measure.tools.base import ERROR_KINDS, PERCENTILES, latency_key
 from loadtest.report.flags import (
@@ -18,7 +19,7 @@ from loadtest.report.flags import (
     jit_unread,
     record_flags,
 )
-from loadtest.report.samples import figure_statistic, rps_samples
+from loadtest.report.samples import ROUNDS, figure_statistic, rps_samples
 
 LATENCY_KEYS = ["mean", "stdev", *[latency_key(p) for p in PERCENTILES], "max"]
 # Time to first byte over fresh connections (loadtest/ttfb.py): medians over runs.
@@ -46,7 +47,7 @@ COLUMNS = [
     "tool_cpu_pct", "client_bound_runs", "noisy_runs",
     "verdict", "cause", "verdict_runs", "server_cpu_active_pct", "little_ratio",
     "not_steady_runs", "uneven_runs", "reconnect_runs", "cold_runs", "drifted_runs",
-    "stalled_runs", "drift", "warmup_s", "jit_last_window_ms", "ceiling_rps", "share_of_ceiling",
+    "stalled_runs", "two_states", "drift", "warmup_s", "jit_last_window_ms", "ceiling_rps", "share_of_ceiling",
     "ceiling_invalid",
     *TTFB_KEYS, *SLO_COLUMNS, "problems",
 ]  # fmt: skip
@@ -179,6 +180,8 @@ def aggregate(group: list[dict], drifted: dict[tuple, dict] | None = None) -> di
         row[key] = _round(_median(r.get(key) for r in group), 3)
     row.update(slo_columns(ok))
     row.update(interval_columns(ok, row["rps_median"], drifted or {}))
+    samples, source = rps_samples(ok)
+    row["two_states"] = two_states_text(samples) if source == ROUNDS else ""
     row.update(efficiency_columns(row))
     return row
 

@@ -28,6 +28,8 @@ from loadtest.core.change import (
     detection_limit,
     drifted,
     judge_all,
+    two_states,
+    two_states_text,
 )
 from loadtest.core.stats import benjamini_hochberg, t_quantile, t_two_sided_p, welch_log_test
 
@@ -190,3 +192,21 @@ def test_a_re_check_is_drifted_only_beyond_what_the_host_and_its_windows_moved()
     assert drifted(6573, 16500, 0.05, [])
     # Within the floor is never a drift, however still the host.
     assert not drifted(1000, 930, 0.001, [0.0, 0.001])
+
+
+def test_rounds_in_two_states_are_shown_as_both():
+    # axum kb100, three server starts of one run (docs/measurements/harness-redesign/
+    # 20261129-170542-quick): two slow, one fast.
+    assert two_states([33375, 14381, 14499]) == ([14381, 14499], [33375])
+    assert two_states_text([33375, 14381, 14499]) == "2 rounds at 14,440 req/s, 1 at 33,375"
+    # fastify kb1's first run: three rounds of one state, nothing to split.
+    assert two_states([14441, 14298, 13480]) is None
+
+
+@pytest.mark.parametrize("rates", [
+    [50000, 52000, 38000],  # a 37% step: under STATE_GAP
+    [10000, 15000, 20000, 30000],  # wide steps, but no group tight beside them
+    [12000, 30000],  # two rounds: too few to tell a state from a round
+])  # fmt: skip
+def test_noise_and_too_few_rounds_are_not_two_states(rates):
+    assert two_states(rates) is None
