@@ -4,6 +4,7 @@ alternates them, and one real A/B run of a commit against the working tree."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 
@@ -14,7 +15,7 @@ from loadtest.bench.plan import build_plan
 from loadtest.core.ab import SideError, parse_side, parse_sides
 from loadtest.core.knobs import resolve
 from loadtest.core.manifest import REPO_ROOT
-from loadtest.report.compare import QUOTA, partner_key
+from loadtest.report.compare import QUOTA, compare_sides, partner_key
 from loadtest.runners import calibration
 from loadtest.tests.test_bench_faults import NEEDS_NGINX_AND_WRK, only_run
 
@@ -73,6 +74,30 @@ def test_each_quota_of_one_side_is_paired_with_the_other_side_at_its_one_setting
     assert partner_key(capped, {uncapped: []}) == uncapped
     assert partner_key(capped, {capped: []}) == capped  # both sides swept: value by value
     assert partner_key(capped, {}) is None
+
+
+# A real A/B run: gin at a quota of 1 against 0.95, 0.9 and 0.8, five rounds
+# (docs/measurements/interleaved-ab.md).
+POWER_RUN = REPO_ROOT / "docs" / "measurements" / "interleaved-ab" / "20261129-201822-ab-gin"
+
+
+def without_aa_line(text: str) -> list[str]:
+    return [part for part in text.split("\n\n") if not part.startswith(("A/A runs", "No A/A"))]
+
+
+def test_a_real_ab_run_compares_each_quota_of_b_with_a(tmp_path):
+    folder = tmp_path / POWER_RUN.name
+    shutil.copytree(POWER_RUN, folder)
+    (folder / "ab.md").unlink()
+    text = compare_sides(folder).read_text()
+    # Written again, the same comparison; only the sentence on the host's A/A runs
+    # differs (none beside this copy).
+    assert without_aa_line(text) == without_aa_line((POWER_RUN / "ab.md").read_text())
+    rows = {line.split(" | ")[3]: line for line in text.splitlines() if line.startswith("| gin |")}
+    assert set(rows) == {"wrk q0.8", "wrk q0.9", "wrk q0.95"}
+    assert "| 67,433 | 55,319 | 0.807 |" in rows["wrk q0.8"] and "regression" in rows["wrk q0.8"]
+    assert "no change detected (within the 10% floor" in rows["wrk q0.95"]
+    assert "The unit: both sides are rounds of one invocation" in text
 
 
 @pytest.mark.e2e
