@@ -99,11 +99,13 @@ class Bench:
         self.priority = knobs.priority if can_raise(knobs.priority) else 0
         self.measuring = False  # True once results.jsonl is open: the command then reports
 
+    def stacks(self) -> list[str]:
+        return wanted_stacks(self.knobs, self.console.print, self.sides)
+
     def set_up(self) -> list[str]:
         """The stacks, their manifests, the runner and the tools; raises the reason
         the run cannot start (KnobError, ToolError, RunnerUnavailable)."""
-        stacks = (list(self.sides.manifests) if self.sides
-                  else wanted_stacks(self.knobs, self.console.print))  # fmt: skip
+        stacks = self.stacks()
         self.readable, self.unreadable = read_manifests(stacks, self.sides)
         settled = set_up(self.knobs, self.readable, self.folder, self.resume, self.priority,
                          self.console.print)  # fmt: skip
@@ -315,15 +317,16 @@ class Bench:
     def exit_code(self) -> int:
         """130 after Ctrl-C; 1 when results could not be written or a stack failed a
         step; 0 otherwise. A skipped stack (toolchain missing here) is listed, not failed."""
-        if self.interrupted:
-            return 130
         failed = [s for s, why in self.failed.items() if not why.startswith("skipped")]
-        return 1 if failed or self.write_failed else 0
+        return 130 if self.interrupted else 1 if failed or self.write_failed else 0
 
 
-def wanted_stacks(knobs: Knobs, say) -> list[str]:
+def wanted_stacks(knobs: Knobs, say, sides: Sides | None = None) -> list[str]:
     """SERVERS, or every stack's default configuration; SERVERS may name a variant
-    (nginx-static@stock). A profile's stack missing here is skipped, said so."""
+    (nginx-static@stock). A profile's stack missing here is skipped, said so. An A/B
+    run's sides in place of SERVERS."""
+    if sides:
+        return list(sides.manifests)
     known = stack_ids()
     wanted = knobs.servers or stack_names()
     missing = [s for s in wanted if s not in known]

@@ -40,7 +40,8 @@ from loadtest.commands import bench as bench_command
 from loadtest.core.manifest import Manifest
 stand_ins = {}
 for fields in json.loads(os.environ["STAND_IN_MANIFESTS"]):
-    stand_ins[fields["name"]] = Manifest(**{**fields, "folder": Path(fields["folder"])})
+    stand_ins[fields["name"]] = Manifest(**{**fields, "folder": Path(fields["folder"]),
+                                            "repo_root": Path(fields["repo_root"])})
 bench.Bench.stacks = lambda self: list(stand_ins)
 bench.load = lambda name: stand_ins[name]
 sys.exit(bench_command.cmd_bench(bench_args(sys.argv[1:])))
@@ -98,7 +99,8 @@ def bench_over(
         sys.executable, "-c", PRELUDE + BENCH_OVER_STAND_INS, "--results-dir", str(results),
         "--profile", "smoke", "--warmup", "0", "--priority", "0", *args,
     ]  # fmt: skip
-    fields = [{**dataclasses.asdict(m), "folder": str(m.folder)} for m in manifests]
+    fields = [{**dataclasses.asdict(m), "folder": str(m.folder), "repo_root": str(m.repo_root)}
+              for m in manifests]  # fmt: skip
     env = dict(
         os.environ, SEED="", DURATION="", PROFILE="", FRONT="", TOOL="", TLS_TOOL="",
         RUNNER="native", STAND_IN_MANIFESTS=json.dumps(fields),
