@@ -167,3 +167,26 @@ def test_the_committed_aa_folder_is_what_make_aa_writes_from_its_runs(tmp_path):
 def test_runs_of_different_folders_write_their_aa_into_the_results_folder(tmp_path):
     apart = [tmp_path / "a" / "run", tmp_path / "b" / "run"]
     assert beside(apart, tmp_path / "results") == tmp_path / "results"
+
+
+SEPARATE_RUNS = MEASURED / "separate-runs-aa"
+# Two series of two runs, the second started an hour after the first ended
+# (docs/measurements/aa-false-alarms.md, "Across separate runs").
+SERIES = ["20261129-200624-smoke", "20261129-201227-smoke", "20261129-211827-smoke",
+          "20261129-212415-smoke"]  # fmt: skip
+
+
+def test_the_separate_runs_aa_is_what_make_aa_writes_and_calls_no_cross_series_change(tmp_path):
+    shutil.copytree(SEPARATE_RUNS, tmp_path, dirs_exist_ok=True)
+    committed = SEPARATE_RUNS / f"aa-{SERIES[0]}-{SERIES[-1]}"
+    shutil.rmtree(tmp_path / committed.name)  # written again from the runs alone
+    written = analyse([tmp_path / name for name in SERIES], tmp_path)
+    for file in ("aa.md", "aa.json"):
+        assert (written / file).read_bytes() == (committed / file).read_bytes(), file
+    pairs = json.loads((committed / "aa.json").read_text())["by_pair"]
+    first = set(SERIES[:2])
+    cross = [pair for pair in pairs if (pair["old"] in first) != (pair["new"] in first)]
+    assert len(cross) == 4 and sum(pair["cases"] for pair in cross) == 48
+    assert not any(pair["called"] for pair in cross)
+    # Judged with the first series' spread, measured an hour before the second.
+    assert all(f"aa-{SERIES[0]}-{SERIES[1]}" in pair["run_to_run_used"] for pair in cross)
