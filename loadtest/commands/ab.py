@@ -23,7 +23,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from loadtest.bench.ab_sides import make_sides
-from loadtest.bench.results import RESULTS_ROOT, new_run_id
+from loadtest.bench.results import RESULTS_FILE, RESULTS_ROOT, new_run_id
 from loadtest.bench.run import Bench
 from loadtest.core.ab import SideError, parse_sides
 from loadtest.core.change import MIN_ROUNDS
@@ -59,16 +59,15 @@ def cmd_ab(args: argparse.Namespace) -> int:
     try:
         a, b = parse_sides(args.a, args.b)
         knobs = resolve(args.profile or DEFAULT_PROFILE, os.environ, cli)
+        if knobs.runner == "docker":  # refused before a revision's worktree is made
+            raise SideError("the sides run natively (a side's commit or settings are not an "
+                            "image of the working tree); leave RUNNER unset or native")  # fmt: skip
         sides = make_sides(args.stack, a, b)
     except (SideError, KnobError, ManifestError) as exc:
         console.print(f"[red]ab: {escape(str(exc))}[/]")
         return 2
     except StepError as exc:
         console.print(f"[red]ab: {escape(exc.explain())}[/]")
-        return 2
-    if knobs.runner == "docker":
-        console.print("[red]ab: the sides run natively (a side's commit or settings are not "
-                      "an image of the working tree); leave RUNNER unset or native[/]")  # fmt: skip
         return 2
     if knobs.repeat < MIN_ROUNDS:
         console.print(f"[yellow]ab: REPEAT={knobs.repeat}: a side of fewer than {MIN_ROUNDS} "
@@ -79,7 +78,7 @@ def cmd_ab(args: argparse.Namespace) -> int:
         console.print(f"[bold]{escape(side_id)}[/] {escape(manifest.variant)}")
     folder = args.results_dir / new_run_id(f"ab-{args.stack}")
     code = run_and_report(Bench(knobs, folder, console, sides=sides), dry_run=args.dry_run)
-    if args.dry_run or not (folder / "results.jsonl").is_file():
+    if args.dry_run or not (folder / RESULTS_FILE).is_file():
         return code
     try:
         written = compare_sides(folder, args.flagged == "leave-out")

@@ -20,7 +20,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-SIDE_NAMES = ("A", "B")
 QUOTA_KNOB = "SERVER_CPU_QUOTA"
 # How a side is named in the stack ids of the run: "gin@A", as a [[variant]] is.
 SIDE_SEPARATOR = "@"

@@ -225,7 +225,8 @@ def compare(old_folder: Path, new_folder: Path, out_root: Path,
     return folder
 
 
-AB_FILE = "ab.md"  # an A/B run's comparison of its sides, in the run's own folder
+# An A/B run's comparison of its sides, in the run's own folder.
+AB_FILE, AB_PAGE = "ab.md", "ab.html"
 
 
 def compare_sides(folder: Path, leave_out_flagged: bool = False) -> Path:
@@ -254,7 +255,7 @@ def compare_sides(folder: Path, leave_out_flagged: bool = False) -> Path:
         else "",
     )  # fmt: skip
     (folder / AB_FILE).write_text(markdown(result))
-    (folder / "ab.html").write_text(page(result, ratio_chart(result.cases)))
+    (folder / AB_PAGE).write_text(page(result, ratio_chart(result.cases)))
     return folder / AB_FILE
 
 

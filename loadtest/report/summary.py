@@ -47,8 +47,8 @@ COLUMNS = [
     "tool_cpu_pct", "client_bound_runs", "noisy_runs",
     "verdict", "cause", "verdict_runs", "server_cpu_active_pct", "little_ratio",
     "not_steady_runs", "uneven_runs", "reconnect_runs", "cold_runs", "drifted_runs",
-    "stalled_runs", "two_states", "drift", "warmup_s", "jit_last_window_ms", "ceiling_rps", "share_of_ceiling",
-    "ceiling_invalid",
+    "stalled_runs", "two_states", "drift", "warmup_s", "jit_last_window_ms", "ceiling_rps",
+    "share_of_ceiling", "ceiling_invalid",
     *TTFB_KEYS, *SLO_COLUMNS, "problems",
 ]  # fmt: skip
 
@@ -180,8 +180,6 @@ def aggregate(group: list[dict], drifted: dict[tuple, dict] | None = None) -> di
         row[key] = _round(_median(r.get(key) for r in group), 3)
     row.update(slo_columns(ok))
     row.update(interval_columns(ok, row["rps_median"], drifted or {}))
-    samples, source = rps_samples(ok)
-    row["two_states"] = two_states_text(samples) if source == ROUNDS else ""
     row.update(efficiency_columns(row))
     return row
 
@@ -190,7 +188,8 @@ def interval_columns(ok: list[dict], figure: float | None, drifted: dict) -> dic
     """95% bootstrap interval of the figure's own statistic (report/samples.py says over
     what: the median of rounds, the mean of one run's windows); `_rps_samples` and each
     sample's flags (`_rps_flags`) stay in the row for the leaderboard's test. An interval
-    that leaves its figure out says so (`rps_ci_note`)."""
+    that leaves its figure out says so (`rps_ci_note`). Rounds in two states give both
+    (`two_states`), from the same samples."""
     samples, source = rps_samples(ok)
     flags = ([record_flags(r, drifted) for r in ok] if len(samples) == len(ok)
              else [record_flags(ok[0], drifted)] * len(samples) if ok else [])  # fmt: skip
@@ -206,6 +205,7 @@ def interval_columns(ok: list[dict], figure: float | None, drifted: dict) -> dic
         "rps_ci_note": note,
         "_rps_samples": samples,
         "_rps_flags": flags,
+        "two_states": two_states_text(samples) if source == ROUNDS else "",
     }
 
 
