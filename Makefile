@@ -52,6 +52,8 @@ JOBS ?=
 # starting so), and the languages to run (python,go,java,node,rust; default all).
 MICROBENCH_ARGS ?=
 MICROBENCH_LANGUAGES ?=
+# make instructions: an earlier table (another day's) to compare each count with.
+INSTRUCTIONS_AGAINST ?=
 # Package families from the mirror (docs/offline.md): OFFLINE=1 all, OFFLINE=pypi,maven
 # some; unset, each registry is probed and one that does not answer is read from MIRROR.
 OFFLINE ?=
@@ -120,6 +122,10 @@ bench: bootstrap ## Benchmark stacks and write results/<run-id>/: make bench [PR
 .PHONY: microbench
 microbench: bootstrap ## In-process microbenchmarks of every language's contract library, per route and input shape, one table: make microbench [MICROBENCH_LANGUAGES=go,node] [MICROBENCH_ARGS=--rigorous]
 	@MICROBENCH_LANGUAGES="$(MICROBENCH_LANGUAGES)" bash scripts/microbench.sh $(MICROBENCH_ARGS)
+
+.PHONY: instructions
+instructions: bootstrap ## Instructions per request of every contract library's routes under callgrind, one table (the host's speed does not move them): make instructions [INSTRUCTIONS_AGAINST=docs/measurements/instructions/<day>.tsv]
+	@$(PY) scripts/count_instructions.py $(if $(INSTRUCTIONS_AGAINST),--against $(INSTRUCTIONS_AGAINST))
 
 .PHONY: hostile
 hostile: bootstrap ## Hostile input (schemathesis, raw-socket cases) against each stack: make hostile [SERVERS=gin,sanic]

@@ -30,7 +30,8 @@ REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="$REPO_ROOT/.venv"
 PYTHON="${PYTHON:-python3}"
 
-APT_BASE=(wrk apache2-utils nginx-light apache2 chromium util-linux procps iproute2 curl openssl nghttp2-client openssh-server)
+# valgrind: make instructions (scripts/count_instructions.py) counts with its callgrind.
+APT_BASE=(wrk apache2-utils nginx-light apache2 chromium util-linux procps iproute2 curl openssl nghttp2-client openssh-server valgrind)
 
 say() { printf '[bootstrap] %s\n' "$*"; }
 

@@ -13,35 +13,14 @@
 // on a shared machine falls on every case alike. Prints best and median ns
 // per call; --out writes them as JSON (scripts/microbench.sh reads it).
 
-import { readFileSync, writeFileSync } from 'node:fs'
-import { fileURLToPath } from 'node:url'
+import { writeFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
 
-// Fastify's default query parser (a dependency of fastify, pinned in package-lock.json).
-import { parse as parseQuery } from 'fast-querystring'
-
+import { CALENDAR_FILE, DISPLAY_NAME, requestOf, routeCases } from './cases.js'
 import { loadCalendar } from '../lib/calendar.js'
 import { contractRoutes } from '../lib/routes.js'
 
-const REPO_ROOT = fileURLToPath(new URL('../../..', import.meta.url))
-const CASES_FILE = `${REPO_ROOT}servers/_shared/microbench-cases.json`
-const CALENDAR_FILE = `${REPO_ROOT}contracts/calendar/xshg-non-trading-weekdays.txt`
-const DISPLAY_NAME = 'Node.js Fastify'
-
 const SAMPLE_NS = 20_000_000n
-
-/** The cases this library answers: GET on / and /workday (routing is Fastify's). */
-function routeCases () {
-  const { cases } = JSON.parse(readFileSync(CASES_FILE, 'utf8'))
-  return cases.filter((c) => c.method === 'GET' && (c.path === '/' || c.path === '/workday'))
-}
-
-/** One request of a case as a function returning its status. */
-function requestOf (routes, c) {
-  const answer = c.path === '/workday' ? routes.workday : routes.root
-  const query = c.query
-  return () => answer(parseQuery(query)).status
-}
 
 /** Nanoseconds of `loops` calls; the statuses are summed so that no call can be left out. */
 function timeLoops (request, loops) {

@@ -19,3 +19,11 @@ test('the microbenchmark runs every GET case of microbench-cases.json once', () 
   const names = JSON.parse(readFileSync(out, 'utf8')).cases.map((c) => c.name)
   assert.ok(names.includes('hello') && names.includes('workday-at') && names.includes('kb1-escaped'), names)
 })
+
+test('the instruction counter runs a case without callgrind and names it', () => {
+  // What make instructions runs under callgrind (scripts/count_instructions.py).
+  const out = execFileSync(process.execPath,
+    ['--single-threaded', '--expose-gc', 'bench/count-steps.js', '--calls', '5', 'workday-at'],
+    { cwd: STACK_DIR, encoding: 'utf8' })
+  assert.equal(out.trim(), 'workday-at')
+})

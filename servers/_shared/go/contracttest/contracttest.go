@@ -41,6 +41,15 @@ func Service(tb testing.TB, displayName string) *contract.Service {
 	return contract.NewService(displayName, Calendar(tb))
 }
 
+// Answerer returns the Service method that answers path ("/" or "/workday"),
+// as the microbenchmark and the instruction counter call it.
+func Answerer(svc *contract.Service, path string) func(string, time.Time) (int, []byte) {
+	if path == "/workday" {
+		return svc.Workday
+	}
+	return svc.Root
+}
+
 // Inputs loads the shared input vectors (contracts/vectors/inputs.json).
 func Inputs(tb testing.TB) *vectors.Inputs {
 	tb.Helper()

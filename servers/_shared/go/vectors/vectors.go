@@ -1,6 +1,8 @@
 // Package vectors loads the shared test data in contracts/ (the calendar,
 // contracts/vectors/workday.json and contracts/vectors/inputs.json) for the
-// Go unit tests.
+// Go unit tests, and the microbenchmark's inputs
+// (servers/_shared/microbench-cases.json) for the benchmark and the
+// instruction counter.
 package vectors
 
 import (
@@ -37,6 +39,46 @@ type Inputs struct {
 		Valid   []Input `json:"valid"`
 		Invalid []Input `json:"invalid"`
 	} `json:"at"`
+}
+
+// BenchCase is one route and input shape of servers/_shared/microbench-cases.json,
+// the inputs every language's microbenchmark reads.
+type BenchCase struct {
+	Name   string `json:"name"`
+	Method string `json:"method"`
+	Path   string `json:"path"`
+	Query  string `json:"query"`
+	Status int    `json:"status"`
+}
+
+// RouteBenchCases returns the microbenchmark cases this library answers: GET
+// on "/" and "/workday" (routing, 404, 405 and HEAD belong to each stack's
+// own router).
+func RouteBenchCases() ([]BenchCase, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	raw, err := os.ReadFile(filepath.Join(root, "servers", "_shared", "microbench-cases.json"))
+	if err != nil {
+		return nil, err
+	}
+	var file struct {
+		Cases []BenchCase `json:"cases"`
+	}
+	if err := json.Unmarshal(raw, &file); err != nil {
+		return nil, err
+	}
+	var found []BenchCase
+	for _, c := range file.Cases {
+		if c.Method == "GET" && (c.Path == "/" || c.Path == "/workday") {
+			found = append(found, c)
+		}
+	}
+	if len(found) == 0 {
+		return nil, errors.New("microbench-cases.json has no GET case on / or /workday")
+	}
+	return found, nil
 }
 
 // RepoRoot returns the repository root: the nearest directory at or above

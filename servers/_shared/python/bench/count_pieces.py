@@ -2,8 +2,8 @@
 
 The old way is ``tests/contract_reference.py`` (the per-request path before
 the fast paths, kept as the test oracle), the new way the package. Like
-``count_instructions.py``: one process under callgrind, a dump before each
-``os.getppid()`` between the pieces, 2,000 calls each, hash seed fixed; the
+``count_steps.py``: one process under callgrind (``scripts/count_instructions.py``'s
+``callgrind_steps``), a dump before each ``os.getppid()`` between the pieces, 2,000 calls each, hash seed fixed; the
 last piece (an empty lambda) is the loop's and the call's own cost.
 
     $(pyenv root)/versions/3.13.0/bin/python3.13 servers/_shared/python/bench/count_pieces.py
@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import gc
 import os
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE), str(HERE.parent), str(HERE.parent / "tests")]
+REPO_ROOT = HERE.parents[3]
+sys.path[:0] = [str(HERE), str(HERE.parent), str(HERE.parent / "tests"), str(REPO_ROOT / "scripts")]
 
 import contract_reference as old  # noqa: E402
 from serverlab_contract import DateCache, Hello, InvalidAt, InvalidN, Router, load_calendar  # noqa: E402
@@ -28,7 +27,8 @@ from serverlab_contract.params import at_instant, query_value, valid_n  # noqa: 
 from serverlab_contract.responses import STATUS_LINES, _response  # noqa: E402
 
 import contract_bench  # noqa: E402
-from count_instructions import MARKER, TOTALS, dump_number  # noqa: E402
+from count_instructions import callgrind_steps  # noqa: E402 (scripts/)
+from count_steps import MARKER  # noqa: E402
 
 CALLS = 2000
 CALENDAR = contract_bench.calendar_path()
@@ -89,7 +89,7 @@ def pieces():
 def run_steps() -> None:
     found = pieces()
     gc.collect()
-    gc.disable()  # as in count_instructions.py
+    gc.disable()  # as in count_steps.py
     for _, piece in found:
         os.getppid()
         for _ in range(CALLS):
@@ -102,14 +102,8 @@ def main() -> None:
         run_steps()
         return
     names = [name for name, _ in pieces()]
-    with tempfile.TemporaryDirectory() as folder:
-        out = Path(folder) / "callgrind.out"
-        command = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}"]
-        command += [f"--dump-before={MARKER}", sys.executable, __file__, "--run"]
-        environ = dict(os.environ, PYTHONHASHSEED="0")
-        subprocess.run(command, capture_output=True, text=True, check=True, env=environ)
-        dumps = sorted(Path(folder).glob("callgrind.out*"), key=dump_number)
-        counts = [int(TOTALS.search(dump.read_text()).group(1)) for dump in dumps]
+    command = [sys.executable, __file__, "--run"]
+    _, counts = callgrind_steps(command, MARKER, env={"PYTHONHASHSEED": "0"})
     per_call = [count / CALLS for count in counts[1 : 1 + len(names)]]
     empty = per_call[-1]
     print(

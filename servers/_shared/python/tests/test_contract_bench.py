@@ -14,7 +14,7 @@ from python_contract_data import PACKAGE_ROOT, REPO_ROOT
 
 sys.path.insert(0, str(PACKAGE_ROOT / "bench"))
 import contract_bench  # noqa: E402
-import count_instructions  # noqa: E402
+import count_steps  # noqa: E402
 import count_pieces  # noqa: E402
 
 SCRIPT = PACKAGE_ROOT / "bench" / "contract_bench.py"
@@ -34,8 +34,8 @@ def test_every_benchmark_runs_one_loop():
 
 
 def test_the_instruction_counter_runs_a_benchmark():
-    # What count_instructions.py runs under callgrind, without callgrind.
-    count_instructions.run_steps(["wsgi:workday-at", "router:hello"], 3)
+    # What scripts/count_instructions.py runs under callgrind, without callgrind.
+    count_steps.run_steps(["wsgi:workday-at", "router:hello"], 3)
 
 
 def test_every_piece_runs():

@@ -1,0 +1,64 @@
+"""scripts/count_instructions.py: instructions per request, counted under callgrind.
+
+The arithmetic on hand-made dumps, the table written and read back, and one
+real count: the Python contract library's step program under valgrind, two
+benchmarks, twice. A route whose answer does not depend on the clock must
+count the same to the instruction both times, or the counts are not the
+host-independent figure they are published as.
+"""
+
+import importlib.util
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+SPEC = importlib.util.spec_from_file_location(
+    "count_instructions", REPO_ROOT / "scripts" / "count_instructions.py"
+)
+count_instructions = importlib.util.module_from_spec(SPEC)
+sys.modules["count_instructions"] = count_instructions  # its dataclass looks itself up there
+SPEC.loader.exec_module(count_instructions)
+
+
+def test_one_request_is_n_requests_less_none_over_n():
+    # start-up, then (warm-up, none, N) per case
+    counts = [5_000_000, 70_000, 24, 1_000_024, 80_000, 30, 3_000_030]
+    per = count_instructions.per_request(["kb1", "bad-n"], counts, 1000)
+    assert per == {"kb1": 1000.0, "bad-n": 3000.0}
+
+
+def test_a_missing_dump_is_an_error_not_a_shifted_table():
+    with pytest.raises(RuntimeError, match="6 dumps for 2 cases, expected 7"):
+        count_instructions.per_request(["kb1", "bad-n"], [1, 2, 3, 4, 5, 6], 1000)
+
+
+def test_python_names_say_their_way_in():
+    assert count_instructions.column("python 3.13.0", "wsgi:kb1") == ("python 3.13.0 wsgi", "kb1")
+    assert count_instructions.column("go", "kb1") == ("go", "kb1")
+
+
+def test_a_table_reads_back_and_compares(tmp_path):
+    found = {("go", "kb1"): 471.2, ("rust", "kb1"): 444.0}
+    path = tmp_path / "day.tsv"
+    count_instructions.write_table(path, found, ["go version go1.26.8"], 10000)
+    assert count_instructions.read_table(path) == found
+    later = {("go", "kb1"): 471.2, ("rust", "kb1"): 448.44}
+    share, key = count_instructions.largest_difference(later, found)
+    assert key == ("rust", "kb1") and share == pytest.approx(0.01)
+    assert "| kb1 | 471 (+0.00%) | 448 (+1.00%) |" in count_instructions.markdown(later, found)
+
+
+@pytest.mark.skipif(not shutil.which("valgrind"), reason="no valgrind (make bootstrap installs it)")
+def test_the_python_library_counts_the_same_twice():
+    program = count_instructions.python_programs()[0]
+    cases = ["router:kb1", "router:bad-n"]
+    runs = [count_instructions.step_counts(program, 200, cases) for _ in range(2)]
+    (names, first), (_, second) = runs
+    assert names == cases
+    per = count_instructions.per_request(names, first, 200)
+    # The router's kb1 answer: thousands of instructions, not the loop's few dozen.
+    assert all(1_000 < value < 100_000 for value in per.values()), per
+    assert per == count_instructions.per_request(names, second, 200)

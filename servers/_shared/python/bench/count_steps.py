@@ -1,0 +1,62 @@
+"""The Python contract library's step program for ``scripts/count_instructions.py``.
+
+``make instructions`` runs this under valgrind's callgrind, which dumps its
+counters before every ``os.getppid()`` (a function the interpreter does not
+otherwise call while the benchmarks run): for each benchmark of
+``contract_bench.py`` a marker, no warm-up (the counts of 2026-11-29 had
+none), a marker, no call, a marker, N calls, and the benchmark's name on
+stdout. Hash randomisation is off (PYTHONHASHSEED=0, set by the driver), so
+the counts repeat to the instruction, and the garbage collector is off while
+counting (a collection would land on whichever step it falls in): the
+counts are the path's own work.
+
+    python servers/_shared/python/bench/count_steps.py --run [--calls N] [NAME ...]
+
+Run directly, it makes the calls without callgrind (a dry run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import sys
+from pathlib import Path
+from typing import List
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import contract_bench  # noqa: E402
+
+# The function callgrind dumps before (--dump-before=getppid).
+MARKER = "getppid"
+
+
+def run_steps(names: List[str], calls: int) -> None:
+    """For each benchmark: a marker, no warm-up, a marker, 0 calls, a marker, N calls."""
+    app, router = contract_bench.build()
+    found = dict(contract_bench.benchmarks(app, router))
+    # A collection costs millions of instructions (the tables are large) and
+    # would land in whichever step it happens to fall: off while counting.
+    gc.collect()
+    gc.disable()
+    for name in names or list(found):
+        for step_calls in (0, 0, calls):
+            os.getppid()
+            found[name](step_calls)
+        print(name, flush=True)
+    os.getppid()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--run", action="store_true", help="required: the steps")
+    parser.add_argument("--calls", type=int, default=2000, help="N (default 2000)")
+    parser.add_argument("names", nargs="*", help="benchmarks (default: every one)")
+    args = parser.parse_args()
+    run_steps(args.names, args.calls)
+
+
+if __name__ == "__main__":
+    main()

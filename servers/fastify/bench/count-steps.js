@@ -1,0 +1,52 @@
+// The step program scripts/count_instructions.py (make instructions) runs
+// under valgrind's callgrind to count the instructions of one request of a
+// case: the case's query parsed as Fastify parses it and answered by
+// lib/routes.js, as bench/contract-bench.js times it. Before each of three
+// steps (200,000 requests of warm-up, so that V8 has optimised the path; no
+// request; N requests) it reads process.ppid, which calls libuv's
+// uv_os_getppid, the function callgrind dumps before; then it prints the
+// case's name. (N requests - none) / N is one request's instructions.
+//
+//   node --single-threaded --expose-gc bench/count-steps.js [--calls N] CASE
+//
+// One case a process: V8's type feedback is shared between closures of one
+// site, so a case's count would depend on the cases run before it.
+// --single-threaded puts V8's compiler and collector on this thread, in an
+// order no scheduler changes; a minor collection before each step keeps a
+// scavenge from landing in one step and not the other.
+
+import { parseArgs } from 'node:util'
+
+import { CALENDAR_FILE, DISPLAY_NAME, requestOf, routeCases } from './cases.js'
+import { loadCalendar } from '../lib/calendar.js'
+import { contractRoutes } from '../lib/routes.js'
+
+const WARMUP_CALLS = 200_000
+
+function step (request, calls) {
+  globalThis.gc({ type: 'minor' })
+  void process.ppid // the marker
+  let sink = 0
+  for (let i = 0; i < calls; i++) sink += request()
+  return sink
+}
+
+function main () {
+  const { values, positionals } = parseArgs({
+    options: { calls: { type: 'string', default: '2000' } },
+    allowPositionals: true
+  })
+  if (typeof globalThis.gc !== 'function') throw new Error('run with --expose-gc')
+  const routes = contractRoutes({ calendar: loadCalendar(CALENDAR_FILE), displayName: DISPLAY_NAME })
+  const calls = Number(values.calls)
+  for (const c of routeCases().filter((c) => positionals.includes(c.name))) {
+    const request = requestOf(routes, c)
+    const status = request()
+    if (status !== c.status) throw new Error(`${c.name}: status ${status}, expected ${c.status}`)
+    for (const n of [WARMUP_CALLS, 0, calls]) step(request, n)
+    console.log(c.name)
+  }
+  void process.ppid
+}
+
+main()
