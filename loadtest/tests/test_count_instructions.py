@@ -35,6 +35,12 @@ def test_a_missing_dump_is_an_error_not_a_shifted_table():
         count_instructions.per_request(["kb1", "bad-n"], [1, 2, 3, 4, 5, 6], 1000)
 
 
+def test_markers_the_runtime_calls_while_starting_are_start_up():
+    # The JVM calls the marker itself while it starts: the steps are the last dumps.
+    counts = [30_000_000, 175_000_000, 114_000_000, 5_000, 5_005_000]
+    assert count_instructions.per_request(["kb1"], counts, 1000) == {"kb1": 5000.0}
+
+
 def test_python_names_say_their_way_in():
     assert count_instructions.column("python 3.13.0", "wsgi:kb1") == ("python 3.13.0 wsgi", "kb1")
     assert count_instructions.column("go", "kb1") == ("go", "kb1")

@@ -7,13 +7,13 @@
 // uv_os_getppid, the function callgrind dumps before; then it prints the
 // case's name. (N requests - none) / N is one request's instructions.
 //
-//   node --single-threaded --expose-gc bench/count-steps.js [--calls N] CASE
+//   node --predictable --expose-gc bench/count-steps.js [--calls N] CASE
 //
 // One case a process: V8's type feedback is shared between closures of one
 // site, so a case's count would depend on the cases run before it.
-// --single-threaded puts V8's compiler and collector on this thread, in an
-// order no scheduler changes; a minor collection before each step keeps a
-// scavenge from landing in one step and not the other.
+// --predictable puts V8's compiler and collector on this thread, in an order
+// neither the scheduler nor the clock changes; a minor collection before each
+// step keeps a scavenge from landing in one step and not the other.
 
 import { parseArgs } from 'node:util'
 

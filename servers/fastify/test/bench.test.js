@@ -23,7 +23,7 @@ test('the microbenchmark runs every GET case of microbench-cases.json once', () 
 test('the instruction counter runs a case without callgrind and names it', () => {
   // What make instructions runs under callgrind (scripts/count_instructions.py).
   const out = execFileSync(process.execPath,
-    ['--single-threaded', '--expose-gc', 'bench/count-steps.js', '--calls', '5', 'workday-at'],
+    ['--predictable', '--expose-gc', 'bench/count-steps.js', '--calls', '5', 'workday-at'],
     { cwd: STACK_DIR, encoding: 'utf8' })
   assert.equal(out.trim(), 'workday-at')
 })

@@ -6,6 +6,11 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.function.Function;
+import java.util.function.Supplier;
+import serverlab.contract.Contract;
+import serverlab.contract.Reply;
+import serverlab.contract.TradingCalendar;
 
 /**
  * The routes and inputs of servers/_shared/microbench-cases.json, which every language's contract
@@ -47,6 +52,29 @@ final class BenchCases {
 
   static Path calendarFile(Path root) {
     return root.resolve("contracts/calendar/xshg-non-trading-weekdays.txt");
+  }
+
+  /**
+   * One request of the case named {@code name} through {@link Contract#root} or {@link
+   * Contract#workday}, as the Spring stacks call them with the raw query string, the system clock
+   * included; answered once here and checked against the case's status.
+   */
+  static Supplier<Reply> request(Path root, String name) throws IOException {
+    BenchCase benchCase =
+        routeCases(root).stream()
+            .filter(c -> c.name().equals(name))
+            .findFirst()
+            .orElseThrow(() -> new IllegalArgumentException("no GET case named " + name));
+    Contract contract = new Contract("Java Spring", TradingCalendar.load(calendarFile(root)));
+    Function<String, Reply> route =
+        "/workday".equals(benchCase.path()) ? contract::workday : contract::root;
+    String query = benchCase.query();
+    int status = route.apply(query).status();
+    if (status != benchCase.status()) {
+      throw new IllegalStateException(
+          name + ": status " + status + ", expected " + benchCase.status());
+    }
+    return () -> route.apply(query);
   }
 
   /** The cases this library answers, in the file's order. */

@@ -1,9 +1,8 @@
 package serverlab.contract.bench;
 
 import java.io.IOException;
-import java.nio.file.Path;
 import java.util.concurrent.TimeUnit;
-import java.util.function.Function;
+import java.util.function.Supplier;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Fork;
@@ -15,12 +14,10 @@ import org.openjdk.jmh.annotations.Scope;
 import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.Warmup;
-import serverlab.contract.Contract;
 import serverlab.contract.Reply;
-import serverlab.contract.TradingCalendar;
 
 /**
- * One request of one case through {@link Contract#root} or {@link Contract#workday}, as the Spring
+ * One request of one case ({@link BenchCases#request}) through the contract, as the Spring
  * stacks call them with the raw query string, the system clock included. Each case runs in its own
  * fork, so the JIT sees one route and one input, as under a load of that case.
  *
@@ -39,30 +36,15 @@ public class ContractBench {
   @Param({"hello"})
   public String name;
 
-  private Function<String, Reply> route;
-  private String query;
+  private Supplier<Reply> request;
 
   @Setup
   public void setUp() throws IOException {
-    Path root = BenchCases.repoRoot();
-    BenchCases.BenchCase benchCase =
-        BenchCases.routeCases(root).stream()
-            .filter(c -> c.name().equals(name))
-            .findFirst()
-            .orElseThrow(() -> new IllegalArgumentException("no GET case named " + name));
-    Contract contract =
-        new Contract("Java Spring", TradingCalendar.load(BenchCases.calendarFile(root)));
-    route = "/workday".equals(benchCase.path()) ? contract::workday : contract::root;
-    query = benchCase.query();
-    int status = route.apply(query).status();
-    if (status != benchCase.status()) {
-      throw new IllegalStateException(
-          name + ": status " + status + ", expected " + benchCase.status());
-    }
+    request = BenchCases.request(BenchCases.repoRoot(), name);
   }
 
   @Benchmark
   public Reply request() {
-    return route.apply(query);
+    return request.get();
   }
 }
