@@ -335,6 +335,11 @@ def run_worker(config: Config) -> int:
 # --- the parent: fork WORKERS processes and supervise them ------------------
 
 
+# How a worker may end once the parent is stopping: on its own, or by the
+# forwarded SIGTERM/SIGINT when it arrived before the worker's loop had its handlers.
+CLEAN_STOP_CODES = (0, -signal.SIGTERM, -signal.SIGINT)
+
+
 class Supervisor:
     """Forks the workers, forwards SIGTERM/SIGINT to them and restarts crashes."""
 
@@ -392,8 +397,16 @@ class Supervisor:
                 continue
             code = os.waitstatus_to_exitcode(status)
             if self.stopping:
-                if code != 0 and not self.exit_code:
-                    self.exit_code = 1
+                # A worker the forwarded signal reached before its loop took the
+                # signal over (one just restarted) ends by the signal itself: a
+                # clean stop. Anything else is a worker that failed.
+                if code not in CLEAN_STOP_CODES:
+                    print(
+                        f"worker {number} (pid {pid}) exited with code {code} while stopping",
+                        file=sys.stderr,
+                        flush=True,
+                    )
+                    self.exit_code = self.exit_code or 1
                 continue
             print(f"worker {number} (pid {pid}) exited with code {code}", file=sys.stderr)
             if code == EXIT_CANNOT_LISTEN:

@@ -297,6 +297,19 @@ def test_a_crashed_worker_is_replaced(server):
         c.close()
 
 
+def test_a_stop_right_after_a_restart_is_clean():
+    # SIGTERM forwarded to a worker forked a moment before, whose event loop has
+    # not yet taken the signal over, ends it by the signal: still a clean stop.
+    with running_stack("uvloop", Limits(extra_env={"WORKERS": "2"}), port=free_port()) as srv:
+        workers = [pid for pid in srv.pids() if pid != srv.process.pid]
+        os.kill(workers[0], signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while not [p for p in srv.pids() if p not in workers and p != srv.process.pid]:
+            assert time.monotonic() < deadline, f"worker not replaced: {srv.pids()}"
+            time.sleep(0.001)
+        assert srv.stop() == 0
+
+
 def test_single_worker_runs_in_process_and_stops_cleanly():
     with running_stack("uvloop", Limits(extra_env={"WORKERS": "1"}), port=free_port()) as srv:
         assert srv.pids() == [srv.process.pid]
