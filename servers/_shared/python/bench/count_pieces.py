@@ -3,8 +3,9 @@
 The old way is ``tests/contract_reference.py`` (the per-request path before
 the fast paths, kept as the test oracle), the new way the package. Like
 ``count_steps.py``: one process under callgrind (``scripts/count_instructions.py``'s
-``callgrind_steps``), a dump before each ``os.getppid()`` between the pieces, 2,000 calls each, hash seed fixed; the
-last piece (an empty lambda) is the loop's and the call's own cost.
+``callgrind_steps``), a dump before each ``os.getppid()`` between the pieces,
+2,000 calls each, hash seed fixed; the last piece (an empty lambda) is the
+loop's and the call's own cost.
 
     $(pyenv root)/versions/3.13.0/bin/python3.13 servers/_shared/python/bench/count_pieces.py
 """
@@ -19,7 +20,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 REPO_ROOT = HERE.parents[3]
-sys.path[:0] = [str(HERE), str(HERE.parent), str(HERE.parent / "tests"), str(REPO_ROOT / "scripts")]
+sys.path[:0] = [str(HERE), str(HERE.parent), str(HERE.parent / "tests"),
+                str(REPO_ROOT / "scripts")]  # fmt: skip
 
 import contract_reference as old  # noqa: E402
 from serverlab_contract import DateCache, Hello, InvalidAt, InvalidN, Router, load_calendar  # noqa: E402
