@@ -12,6 +12,8 @@
 #   await NAME                       wait for it; its log is printed, and its
 #                                    row counts its own time, start to end
 #   stage_report                     the table; returns non-zero if one failed
+#   stage_failures                   for each failed stage, the lines of its
+#                                    log that say why (CI shows a run's tail)
 
 STAGE_LOG_DIR="${STAGE_LOG_DIR:-.build/test-logs}"
 STAGE_TABLE="${STAGE_TABLE:-.build/test-stages.tsv}"
@@ -30,9 +32,9 @@ stage() { # stage NAME BUDGET_S COMMAND...
   shift 2
   printf '\n=== %s (budget %d s, %d s into the run): %s\n' "$name" "$budget" \
     $((SECONDS - SUITE_START)) "$*"
-  local status=0
-  _budgeted "$name" "$budget" "$@" || status=$?
-  _record "$name" "$budget" "$status" ""
+  # The stage's output as it comes, and in its log for stage_failures.
+  _budgeted "$name" "$budget" "$@" 2>&1 | tee "$STAGE_LOG_DIR/$name.log"
+  _record "$name" "$budget" "${PIPESTATUS[0]}" ""
 }
 
 # Runs COMMAND in a subshell, so that it may be one of this script's functions,
@@ -140,4 +142,21 @@ stage_report() {
   printf 'total\t\t%s\t\n' "$total" >>"$STAGE_TABLE"
   STAGE_COUNTS=("$passed" "$failed" "$skipped")
   ((failed == 0))
+}
+
+# The lines of a failed stage's log that name what failed: pytest's summary
+# (FAILED/ERROR) and a command's own failure list ("  - ...").
+FAILURE_LINES='^(FAILED|ERROR) |^  - '
+
+stage_failures() {
+  local row name status note lines
+  for row in "${STAGE_ROWS[@]}"; do
+    IFS=$'\t' read -r name status _ note <<<"$row"
+    [[ "$status" == failed ]] || continue
+    echo "--- $name failed, $note ($STAGE_LOG_DIR/$name.log):"
+    lines="$(grep -E "$FAILURE_LINES" "$STAGE_LOG_DIR/$name.log" 2>/dev/null | tail -n 12)"
+    # Nothing recognisable: the end of its output says most.
+    [[ -n "$lines" ]] || lines="$(tail -n 8 "$STAGE_LOG_DIR/$name.log" 2>/dev/null)"
+    printf '%s\n' "$lines" | cut -c1-300
+  done
 }

@@ -196,6 +196,7 @@ for stage in ("check", "stack-tests", "remote-smoke"):
             what = f": {o['what']}" if "what" in o else f" of stack {o['stack']}"
             print(f"SKIPPED  {stage}{what}: {o['reason']}")
 EOF
+stage_failures
 echo "======================================================================"
 echo "test: ${STAGE_COUNTS[0]} passed, ${STAGE_COUNTS[1]} failed, ${STAGE_COUNTS[2]} skipped"
 exit $status
