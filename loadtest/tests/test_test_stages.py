@@ -44,11 +44,13 @@ def test_a_passing_stage_is_a_row_and_no_failure_is_named(tmp_path):
 
 
 def test_a_failed_stage_names_its_failing_tests_at_the_end(tmp_path):
-    pytest_like = r"""printf 'collected 3\n..F\n=== short test summary info ===\nFAILED t.py::test_b - assert 1 == 2\n1 failed, 2 passed\n'; exit 1"""
+    summary = r"=== short test summary info ===\nFAILED t.py::test_b - assert 1 == 2"
+    pytest_like = rf"printf 'collected 3\n..F\n{summary}\n1 failed, 2 passed\n'; exit 1"
     body = f"stage first 30 bash -c {pytest_like!r}\nstage second 30 echo later stage"
     result = run_stages(tmp_path, body)
     assert result.returncode == 1
-    assert table(tmp_path)["first"][:2] == ["failed", table(tmp_path)["first"][1]]
+    status, _, note = table(tmp_path)["first"]
+    assert (status, note) == ("failed", "exit status 1")
     assert table(tmp_path)["second"][0] == "passed"
     tail = result.stdout.split("total")[-1]
     assert "--- first failed" in tail
