@@ -94,11 +94,13 @@ def test_cpu_quota_half_a_cpu_is_enforced_and_measured(stack):
         # The harness's own figure (psutil over the container's processes)
         # and the cgroup's must never exceed the quota, the kernel must have
         # throttled the server (it wanted more), and in a run where the host
-        # was not starved by other work both sit near 50%. A shared CI host
-        # can starve one 5-second run, so up to three are tried.
+        # was not starved by other work both sit near 50%. make test runs
+        # this beside the remote smoke's benches and the hostile inputs, which
+        # can starve a 5-second run or several, so up to six are tried; one
+        # near 50% ends it.
         attempts = []
         with load_generator() as load:
-            for _ in range(3):
+            for _ in range(6):
                 sampler = UsageSampler(server.pids)
                 before = server.sample()
                 sampler.start()
