@@ -146,7 +146,7 @@ stage_report() {
 
 # The lines of a failed stage's log that name what failed: pytest's summary
 # (FAILED/ERROR) and a command's own failure list ("  - ...").
-FAILURE_LINES='^(FAILED|ERROR) |^  - '
+FAILURE_LINES='^(FAILED|ERROR) |^  - [^ ]'
 
 stage_failures() {
   local row name status note lines

@@ -59,12 +59,17 @@ def test_a_table_reads_back_and_compares(tmp_path):
 
 @pytest.mark.skipif(not shutil.which("valgrind"), reason="no valgrind (make bootstrap installs it)")
 def test_the_python_library_counts_the_same_twice():
+    calls = 2_000
     program = count_instructions.python_programs()[0]
     cases = ["router:kb1", "router:bad-n"]
-    runs = [count_instructions.step_counts(program, 200, cases) for _ in range(2)]
+    runs = [count_instructions.step_counts(program, calls, cases) for _ in range(2)]
     (names, first), (_, second) = runs
     assert names == cases
-    per = count_instructions.per_request(names, first, 200)
+    per = count_instructions.per_request(names, first, calls)
     # The router's kb1 answer: thousands of instructions, not the loop's few dozen.
     assert all(1_000 < value < 100_000 for value in per.values()), per
-    assert per == count_instructions.per_request(names, second, 200)
+    # Within 0.1%, the page's claim at 10,000 calls being 0.04%: a one-off of a
+    # few thousand instructions can land in one run's step and not the other's
+    # (seen once, in a CI run at 200 calls: bad-n 6,478.2 and 6,493.2 a call).
+    again = count_instructions.per_request(names, second, calls)
+    assert per == pytest.approx(again, rel=1e-3)
