@@ -14,12 +14,6 @@
 // --predictable puts V8's compiler and collector on this thread, in an order
 // neither the scheduler nor the clock changes; a minor collection before each
 // step keeps a scavenge from landing in one step and not the other.
-//
-// The clock is read on every request, as the routes do (new Date(),
-// Date.now()), but answers with one instant (holdTheClock): the time's
-// formatting depends on its digits and V8 caches a date's breakdown, so a
-// live clock makes the count move with the moments the host's speed lands
-// the requests on (hello moved 1.30% between two days).
 
 import { parseArgs } from 'node:util'
 
@@ -28,27 +22,6 @@ import { loadCalendar } from '../lib/calendar.js'
 import { contractRoutes } from '../lib/routes.js'
 
 const WARMUP_CALLS = 200_000
-
-// Date as the routes see it while counting: the real clock is read, one
-// instant is answered; everything else is Date's.
-function holdTheClock () {
-  const RealDate = Date
-  const held = RealDate.now()
-  globalThis.Date = class HeldDate extends RealDate {
-    constructor (...args) {
-      if (args.length > 0) super(...args)
-      else {
-        RealDate.now()
-        super(held)
-      }
-    }
-
-    static now () {
-      RealDate.now()
-      return held
-    }
-  }
-}
 
 function step (request, calls) {
   globalThis.gc({ type: 'minor' })
@@ -64,7 +37,6 @@ function main () {
     allowPositionals: true
   })
   if (typeof globalThis.gc !== 'function') throw new Error('run with --expose-gc')
-  holdTheClock()
   const routes = contractRoutes({ calendar: loadCalendar(CALENDAR_FILE), displayName: DISPLAY_NAME })
   const calls = Number(values.calls)
   for (const c of routeCases().filter((c) => positionals.includes(c.name))) {

@@ -7,12 +7,6 @@
 // stepMarker, so (N requests - none) / N is one request's instructions, the
 // loop's set-up cancelled out.
 //
-// The clock is read on every request, as the stacks do, but the library is
-// handed one instant, the same for every request: what it formats once a
-// second would otherwise be spread over however many requests a second the
-// host ran under callgrind, a share that moves with the host's speed (hello
-// moved 0.60% between two days).
-//
 //	go run ./countsteps [-calls N] [case ...]
 package main
 
@@ -71,10 +65,9 @@ func run(calls int, only []string) error {
 		if status, _ := answer(c.Query, time.Now()); status != c.Status {
 			return fmt.Errorf("%s: status %d, expected %d", c.Name, status, c.Status)
 		}
-		held := time.Now()
 		for _, n := range []int{calls, 0, calls} {
 			stepMarker()
-			answerN(answer, c.Query, held, n)
+			answerN(answer, c.Query, n)
 		}
 		fmt.Println(c.Name)
 	}
@@ -82,12 +75,8 @@ func run(calls int, only []string) error {
 	return nil
 }
 
-// clockRead keeps the compiler from dropping the clock reads of answerN.
-var clockRead time.Time
-
-func answerN(answer func(string, time.Time) (int, []byte), query string, held time.Time, n int) {
+func answerN(answer func(string, time.Time) (int, []byte), query string, n int) {
 	for range n {
-		clockRead = time.Now()
-		answer(query, held)
+		answer(query, time.Now())
 	}
 }

@@ -6,17 +6,11 @@
 //! (N requests - none) / N is one request's instructions, the loop's set-up
 //! cancelled out.
 //!
-//! The clock is read on every request, as the handlers do, but the library
-//! is handed one instant, the same for every request, so that nothing it
-//! did once a second would be spread over however many requests a second
-//! the host ran under callgrind, a share that moves with the host's speed.
-//!
 //!     countsteps [--calls N] [case ...]
 
 use std::hint::black_box;
-use std::time::SystemTime;
 
-use serverlab_axum_bench::{repo_root, request, request_at, route_cases, service, status};
+use serverlab_axum_bench::{repo_root, request, route_cases, service, status};
 
 /// The function callgrind dumps before (--dump-before=serverlab_step_marker).
 #[unsafe(no_mangle)]
@@ -40,12 +34,10 @@ fn main() {
         }
         let got = status(&request(&service, &case));
         assert_eq!(got, case.status, "{}: status", case.name);
-        let held = SystemTime::now();
         for n in [calls, 0, calls] {
             serverlab_step_marker();
             for _ in 0..n {
-                black_box(SystemTime::now());
-                black_box(request_at(&service, black_box(&case), held));
+                black_box(request(&service, black_box(&case)));
             }
         }
         println!("{}", case.name);

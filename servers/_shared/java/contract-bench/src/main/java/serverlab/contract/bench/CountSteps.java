@@ -1,10 +1,6 @@
 package serverlab.contract.bench;
 
 import java.nio.file.Path;
-import java.time.Clock;
-import java.time.Instant;
-import java.time.ZoneId;
-import java.time.ZoneOffset;
 import java.util.function.Supplier;
 import serverlab.contract.Reply;
 
@@ -22,12 +18,6 @@ import serverlab.contract.Reply;
  * {@code -Xbatch} makes the counted thread wait for each compilation, so that when code is
  * installed does not depend on the scheduler; a collection before each step keeps one from
  * landing in one step and not the other. Run from the repository's root.
- *
- * <p>The library reads a {@link HeldClock}: the system clock is read on every request, as the
- * stacks do, but one instant is answered, so the hello text up to its seconds is formatted once per
- * step. With the live clock that formatting was spread over however many requests a second the
- * host ran under callgrind, a share that moves with the host's speed (hello moved 8.5% between two
- * days).
  */
 public final class CountSteps {
 
@@ -44,7 +34,7 @@ public final class CountSteps {
     }
     Path root = BenchCases.repoRoot();
     for (int i = first; i < args.length; i++) {
-      Supplier<Reply> request = BenchCases.request(root, args[i], new HeldClock());
+      Supplier<Reply> request = BenchCases.request(root, args[i]);
       for (int n : new int[] {WARMUP_CALLS, 0, calls}) {
         step(request, n);
       }
@@ -67,33 +57,5 @@ public final class CountSteps {
 
   private static void marker() {
     Runtime.getRuntime().availableProcessors();
-  }
-
-  /** The system clock read on every call, the instant of its creation answered. */
-  static final class HeldClock extends Clock {
-    private static volatile long lastRead;
-    private final Instant held = Instant.now();
-
-    @Override
-    public ZoneId getZone() {
-      return ZoneOffset.UTC;
-    }
-
-    @Override
-    public Clock withZone(ZoneId zone) {
-      throw new UnsupportedOperationException("a held UTC clock");
-    }
-
-    @Override
-    public long millis() {
-      lastRead = System.currentTimeMillis();
-      return held.toEpochMilli();
-    }
-
-    @Override
-    public Instant instant() {
-      lastRead = System.currentTimeMillis();
-      return held;
-    }
   }
 }
