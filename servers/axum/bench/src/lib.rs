@@ -61,10 +61,15 @@ pub fn status(answer: &Answer) -> u16 {
 
 /// The answer to one request of `case`; axum gives the handler `None` for no query.
 pub fn request(service: &Service, case: &BenchCase) -> Answer {
+    request_at(service, case, SystemTime::now())
+}
+
+/// The same, at the instant `now`.
+pub fn request_at(service: &Service, case: &BenchCase, now: SystemTime) -> Answer {
     let query = Some(case.query.as_str()).filter(|q| !q.is_empty());
     if case.path == "/workday" {
-        service.workday(query, SystemTime::now())
+        service.workday(query, now)
     } else {
-        service.root(query, SystemTime::now())
+        service.root(query, now)
     }
 }

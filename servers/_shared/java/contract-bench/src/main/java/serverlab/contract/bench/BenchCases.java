@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Clock;
 import java.util.List;
 import java.util.function.Function;
 import java.util.function.Supplier;
@@ -60,12 +61,18 @@ final class BenchCases {
    * included; answered once here and checked against the case's status.
    */
   static Supplier<Reply> request(Path root, String name) throws IOException {
+    return request(root, name, Clock.systemUTC());
+  }
+
+  /** The same, the library reading {@code clock}. */
+  static Supplier<Reply> request(Path root, String name, Clock clock) throws IOException {
     BenchCase benchCase =
         routeCases(root).stream()
             .filter(c -> c.name().equals(name))
             .findFirst()
             .orElseThrow(() -> new IllegalArgumentException("no GET case named " + name));
-    Contract contract = new Contract("Java Spring", TradingCalendar.load(calendarFile(root)));
+    Contract contract =
+        new Contract("Java Spring", TradingCalendar.load(calendarFile(root)), clock);
     Function<String, Reply> route =
         "/workday".equals(benchCase.path()) ? contract::workday : contract::root;
     String query = benchCase.query();

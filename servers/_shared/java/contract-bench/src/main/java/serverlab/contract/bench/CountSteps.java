@@ -1,6 +1,10 @@
 package serverlab.contract.bench;
 
 import java.nio.file.Path;
+import java.time.Clock;
+import java.time.Instant;
+import java.time.ZoneId;
+import java.time.ZoneOffset;
 import java.util.function.Supplier;
 import serverlab.contract.Reply;
 
@@ -18,6 +22,12 @@ import serverlab.contract.Reply;
  * {@code -Xbatch} makes the counted thread wait for each compilation, so that when code is
  * installed does not depend on the scheduler; a collection before each step keeps one from
  * landing in one step and not the other. Run from the repository's root.
+ *
+ * <p>The library reads a {@link HeldClock}: the system clock is read on every request, as the
+ * stacks do, but one instant, the same on every day, is answered. The cost of formatting a time
+ * depends on its digits, and the hello text up to its seconds is formatted once a second: with the
+ * live clock that formatting was spread over however many requests a second the host ran under
+ * callgrind, a share that moved with the host's speed (hello moved 8.5% between two days).
  */
 public final class CountSteps {
 
@@ -34,7 +44,7 @@ public final class CountSteps {
     }
     Path root = BenchCases.repoRoot();
     for (int i = first; i < args.length; i++) {
-      Supplier<Reply> request = BenchCases.request(root, args[i]);
+      Supplier<Reply> request = BenchCases.request(root, args[i], new HeldClock());
       for (int n : new int[] {WARMUP_CALLS, 0, calls}) {
         step(request, n);
       }
@@ -57,5 +67,34 @@ public final class CountSteps {
 
   private static void marker() {
     Runtime.getRuntime().availableProcessors();
+  }
+
+  /** The system clock read on every call, 2024-05-06 10:20:30.456 UTC answered. */
+  static final class HeldClock extends Clock {
+    private static final Clock SYSTEM = Clock.systemUTC();
+    private static final Instant HELD = Instant.ofEpochMilli(1_714_990_830_456L);
+    private static volatile long lastRead;
+
+    @Override
+    public ZoneId getZone() {
+      return ZoneOffset.UTC;
+    }
+
+    @Override
+    public Clock withZone(ZoneId zone) {
+      throw new UnsupportedOperationException("a held UTC clock");
+    }
+
+    @Override
+    public long millis() {
+      lastRead = SYSTEM.millis();
+      return HELD.toEpochMilli();
+    }
+
+    @Override
+    public Instant instant() {
+      lastRead = SYSTEM.instant().getNano();
+      return HELD;
+    }
   }
 }
