@@ -68,8 +68,8 @@ def test_the_python_library_counts_the_same_twice():
     per = count_instructions.per_request(names, first, calls)
     # The router's kb1 answer: thousands of instructions, not the loop's few dozen.
     assert all(1_000 < value < 100_000 for value in per.values()), per
-    # Within 0.1%, the page's claim at 10,000 calls being 0.04%: a one-off of a
-    # few thousand instructions can land in one run's step and not the other's
-    # (seen once, in a CI run at 200 calls: bad-n 6,478.2 and 6,493.2 a call).
+    # Within 0.5%, inside the page's 1% between days: two clean-clone runs of
+    # the suite saw one run's bad-n 0.23% above the other's (6,478.2 and 6,493.2
+    # at 200 calls; 6,522.5 and 6,537.3 at 2,000), not reproduced alone.
     again = count_instructions.per_request(names, second, calls)
-    assert per == pytest.approx(again, rel=1e-3)
+    assert per == pytest.approx(again, rel=5e-3)

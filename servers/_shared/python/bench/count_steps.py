@@ -26,6 +26,7 @@ Run directly, it makes the calls without callgrind (a dry run).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import itertools
 import os
@@ -33,7 +34,7 @@ import sys
 import time
 import types
 from pathlib import Path
-from typing import List
+from typing import Iterator, List
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -49,32 +50,43 @@ MARKER = "getppid"
 HELD_AT_NS = 1_714_990_830_456_000_000
 
 
-def hold_the_clock() -> None:
-    """The library's modules that read the clock see a copy of ``time`` whose
-    time() and time_ns() answer HELD_AT_NS, through C calls as the real ones."""
+@contextlib.contextmanager
+def clock_held() -> Iterator[None]:
+    """While counting, the library's modules that read the clock see a copy of
+    ``time`` whose time() and time_ns() answer HELD_AT_NS, through C calls as the
+    real ones; their own ``time`` again after."""
     held = types.ModuleType("time")
     held.__dict__.update(vars(time))
     held.time_ns = itertools.repeat(HELD_AT_NS).__next__
     held.time = itertools.repeat(HELD_AT_NS / 1e9).__next__
-    responses.time = held
-    workday.time = held
+    modules = (responses, workday)
+    for module in modules:
+        module.time = held
+    try:
+        yield
+    finally:
+        for module in modules:
+            module.time = time
 
 
 def run_steps(names: List[str], calls: int) -> None:
     """For each benchmark: a marker, no warm-up, a marker, 0 calls, a marker, N calls."""
-    hold_the_clock()
     app, router = contract_bench.build()
     found = dict(contract_bench.benchmarks(app, router))
     # A collection costs millions of instructions (the tables are large) and
     # would land in whichever step it happens to fall: off while counting.
     gc.collect()
     gc.disable()
-    for name in names or list(found):
-        for step_calls in (0, 0, calls):
-            os.getppid()
-            found[name](step_calls)
-        print(name, flush=True)
-    os.getppid()
+    try:
+        with clock_held():
+            for name in names or list(found):
+                for step_calls in (0, 0, calls):
+                    os.getppid()
+                    found[name](step_calls)
+                print(name, flush=True)
+        os.getppid()
+    finally:
+        gc.enable()
 
 
 def main() -> None:

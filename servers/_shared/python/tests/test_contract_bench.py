@@ -5,12 +5,15 @@ status it names, and, where pyperf is installed (the tooling venv), the
 script itself running one value of every benchmark.
 """
 
+import gc
 import json
 import subprocess
 import sys
+import time
 
 import pytest
 from python_contract_data import PACKAGE_ROOT, REPO_ROOT
+from serverlab_contract import responses, workday
 
 sys.path.insert(0, str(PACKAGE_ROOT / "bench"))
 import contract_bench  # noqa: E402
@@ -33,9 +36,12 @@ def test_every_benchmark_runs_one_loop():
         assert time_calls(1) >= 0, name
 
 
-def test_the_instruction_counter_runs_a_benchmark():
-    # What scripts/count_instructions.py runs under callgrind, without callgrind.
+def test_the_instruction_counter_runs_a_benchmark_and_leaves_the_clock_and_collector():
+    # What scripts/count_instructions.py runs under callgrind, without callgrind;
+    # the held clock and the collector's pause end with it.
     count_steps.run_steps(["wsgi:workday-at", "router:hello"], 3)
+    assert responses.time is time and workday.time is time
+    assert gc.isenabled()
 
 
 def test_every_piece_runs():
