@@ -35,19 +35,18 @@ const HELD_AT = 1_714_990_830_456
 // is answered; everything else is Date's.
 function holdTheClock () {
   const RealDate = Date
-  const held = HELD_AT
   globalThis.Date = class HeldDate extends RealDate {
     constructor (...args) {
       if (args.length > 0) super(...args)
       else {
         RealDate.now()
-        super(held)
+        super(HELD_AT)
       }
     }
 
     static now () {
       RealDate.now()
-      return held
+      return HELD_AT
     }
   }
 }
