@@ -5,14 +5,14 @@ An ``asyncio.Protocol`` feeds the bytes it receives to httptools'
 ``serverlab_contract.Router`` and writes the responses itself. One uvloop
 event loop per process; WORKERS processes each bind their own listening
 socket with SO_REUSEPORT so that the kernel spreads new connections over
-them, and the parent process only supervises.
+them, and the parent process only supervises them with the supervisor that
+bjoern and meinheld use too (serverlab_contract.prefork).
 
 Run: PORT=8122 WORKDAY_CALENDAR=... python server.py
 """
 
 import asyncio
 import collections
-import os
 import signal
 import sys
 import time
@@ -22,6 +22,7 @@ import httptools
 import uvloop
 
 from serverlab_contract import Config, Router, config_or_exit, http_date
+from serverlab_contract.prefork import EXIT_CANNOT_SERVE, Supervisor
 
 DISPLAY_NAME = "Python uvloop + httptools"
 DEFAULT_PORT = 8122
@@ -38,10 +39,12 @@ IDLE_TIMEOUT_S = 75.0
 MAX_URL_BYTES = 8 * 1024
 MAX_HEAD_BYTES = 64 * 1024
 MAX_BODY_BYTES = 1024 * 1024
-# On SIGTERM, connections still busy after this long are cut.
+# On SIGTERM, connections still busy after this long are cut (well within
+# the supervisor's own 10 s, after which it SIGKILLs a worker).
 SHUTDOWN_GRACE_S = 5.0
-# A worker that cannot listen exits with this code; the parent then stops.
-EXIT_CANNOT_LISTEN = 3
+# A worker that cannot listen exits with the supervisor's "cannot serve" code
+# (3): the parent stops every worker and exits with it instead of restarting.
+EXIT_CANNOT_LISTEN = EXIT_CANNOT_SERVE
 
 STATUS_LINES = {
     200: b"HTTP/1.1 200 OK\r\n",
@@ -323,104 +326,16 @@ async def serve(config: Config) -> None:
         conn.transport.abort()
 
 
-def run_worker(config: Config) -> int:
-    HttpProtocol.router = Router(DISPLAY_NAME, config.calendar)
-    try:
-        uvloop.run(serve(config))
-    except SystemExit as exc:
-        return exc.code if isinstance(exc.code, int) else 1
-    return 0
-
-
-# --- the parent: fork WORKERS processes and supervise them ------------------
-
-
-# How a worker may end once the parent is stopping: on its own, or by the
-# forwarded SIGTERM/SIGINT when it arrived before the worker's loop had its handlers.
-CLEAN_STOP_CODES = (0, -signal.SIGTERM, -signal.SIGINT)
-
-
-class Supervisor:
-    """Forks the workers, forwards SIGTERM/SIGINT to them and restarts crashes."""
-
-    def __init__(self, config: Config) -> None:
-        self.config = config
-        self.children = {}  # pid -> worker number
-        self.stopping = False
-        self.exit_code = 0
-
-    def spawn(self, number: int) -> None:
-        pid = os.fork()
-        if pid == 0:  # the worker
-            code = 1
-            try:
-                # The parent's handlers are not the worker's: restore defaults
-                # before unblocking; the worker's loop installs its own.
-                signal.signal(signal.SIGTERM, signal.SIG_DFL)
-                signal.signal(signal.SIGINT, signal.SIG_DFL)
-                signal.pthread_sigmask(signal.SIG_UNBLOCK, (signal.SIGTERM, signal.SIGINT))
-                code = run_worker(self.config)
-            except BaseException:
-                traceback.print_exc()
-            finally:
-                sys.stdout.flush()
-                sys.stderr.flush()
-                os._exit(code)
-        self.children[pid] = number
-
-    def forward(self, signum: int, frame=None) -> None:
-        self.stopping = True
-        for pid in list(self.children):
-            try:
-                os.kill(pid, signum)
-            except ProcessLookupError:
-                pass
-
-    def run(self) -> int:
-        signals = (signal.SIGTERM, signal.SIGINT)
-        # Block the signals while forking so none arrives half-way; they are
-        # delivered to the forwarding handler once it is installed.
-        signal.pthread_sigmask(signal.SIG_BLOCK, signals)
-        for number in range(self.config.workers):
-            self.spawn(number)
-        for signum in signals:
-            signal.signal(signum, self.forward)
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, signals)
-
-        while self.children:
-            try:
-                pid, status = os.wait()  # retried after a signal handler runs
-            except ChildProcessError:
-                break
-            number = self.children.pop(pid, None)
-            if number is None:
-                continue
-            code = os.waitstatus_to_exitcode(status)
-            if self.stopping:
-                # A worker the forwarded signal reached before its loop took the
-                # signal over (one just restarted) ends by the signal itself: a
-                # clean stop. Anything else is a worker that failed.
-                if code not in CLEAN_STOP_CODES:
-                    print(
-                        f"worker {number} (pid {pid}) exited with code {code} while stopping",
-                        file=sys.stderr,
-                        flush=True,
-                    )
-                    self.exit_code = self.exit_code or 1
-                continue
-            print(f"worker {number} (pid {pid}) exited with code {code}", file=sys.stderr)
-            if code == EXIT_CANNOT_LISTEN:
-                self.exit_code = code
-                self.forward(signal.SIGTERM)
-            else:
-                signal.pthread_sigmask(signal.SIG_BLOCK, signals)
-                self.spawn(number)
-                signal.pthread_sigmask(signal.SIG_UNBLOCK, signals)
-        return self.exit_code
+def run_worker(config: Config) -> None:
+    """Serve until SIGTERM/SIGINT; SystemExit(EXIT_CANNOT_LISTEN) if the bind fails."""
+    uvloop.run(serve(config))
 
 
 def main() -> int:
     config = config_or_exit(default_port=DEFAULT_PORT)
+    # Built before forking, so that every worker inherits it: the only thing
+    # a worker can then fail at before serving is the bind, which it reports.
+    HttpProtocol.router = Router(DISPLAY_NAME, config.calendar)
     print(
         f"{DISPLAY_NAME}: http://{config.host}:{config.port}/ with {config.workers} worker "
         f"process(es); uvloop {uvloop.__version__}, httptools {httptools.__version__}",
@@ -428,8 +343,20 @@ def main() -> int:
         flush=True,
     )
     if config.workers == 1:
-        return run_worker(config)  # no parent needed for one event loop
-    return Supervisor(config).run()
+        run_worker(config)  # no parent needed for one event loop
+        return 0
+    # The workers handle SIGTERM and SIGINT alike, so SIGTERM is forwarded for
+    # both. boot_time=0: a worker that dies, however soon after it started, is
+    # replaced (one killed right after a restart too); the one start-up failure
+    # a worker can have, the bind, ends the server through EXIT_CANNOT_LISTEN.
+    supervisor = Supervisor(
+        config.workers,
+        lambda: run_worker(config),
+        stop_signal=signal.SIGTERM,
+        boot_time=0,
+        name=DISPLAY_NAME,
+    )
+    return supervisor.run()
 
 
 if __name__ == "__main__":

@@ -1,17 +1,23 @@
 """Pre-fork supervision for servers that run one process and have no master.
 
-bjoern and meinheld serve from a single event loop in a single process and
-ship no process manager. To use several cores they are forked over one
-listening socket that the parent opened (bjoern's ``tests/fork.py`` shows
-the pattern). :class:`Supervisor` is that parent, and :func:`run_forked`
-announces the server and runs one:
+bjoern, meinheld and the raw uvloop server each serve from a single event
+loop in a single process and ship no process manager; to use several cores
+they are forked. :class:`Supervisor` is the parent that forks and watches
+them, and :func:`run_forked` announces a server and runs one. Where the
+listening socket comes from is the server's business, not the supervisor's:
+bjoern and meinheld open one socket in the parent before forking and every
+child accepts from it (bjoern's ``tests/fork.py`` shows the pattern); each
+uvloop child binds its own socket with SO_REUSEPORT, so that the kernel
+spreads connections over them. The supervisor:
 
-- forks ``workers`` children that each run ``serve()`` on the inherited socket;
+- forks ``workers`` children that each run ``serve()``;
 - on SIGTERM or SIGINT it sends each child the server's own graceful-stop
   signal, waits up to ``grace`` seconds, SIGKILLs what is left and exits 0;
-- a child that exits on its own is restarted, unless it dies within
-  ``boot_time`` seconds of starting (it cannot serve: the whole server stops
-  with status 1 instead of restarting it in a loop).
+- a child that exits on its own is restarted, unless it says it cannot serve
+  (exit code :data:`EXIT_CANNOT_SERVE`, for example because it cannot bind
+  its socket: the whole server stops with that code) or dies within
+  ``boot_time`` seconds of starting (it presumably cannot serve either: the
+  whole server stops with status 1 instead of restarting it in a loop).
 
 The parent serves nothing; it waits in ``os.wait()`` and costs no CPU.
 """
@@ -31,8 +37,19 @@ STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 DEFAULT_GRACE_S = 10.0
 DEFAULT_BOOT_TIME_S = 1.0
 EXIT_WORKER_FAILED = 1
+# A worker exits with this code to say that it can never serve (uvloop: its
+# own socket cannot be bound). Restarting it would fail the same way, however
+# long it ran, so the supervisor stops every worker and exits with this code.
+# No time heuristic is needed for a failure the worker can name itself.
+EXIT_CANNOT_SERVE = 3
 
-__all__ = ["DEFAULT_BOOT_TIME_S", "DEFAULT_GRACE_S", "Supervisor", "run_forked"]
+__all__ = [
+    "DEFAULT_BOOT_TIME_S",
+    "DEFAULT_GRACE_S",
+    "EXIT_CANNOT_SERVE",
+    "Supervisor",
+    "run_forked",
+]
 
 
 def _log(name: str, message: str) -> None:
@@ -42,9 +59,14 @@ def _log(name: str, message: str) -> None:
 class Supervisor:
     """The parent process: forks, forwards stop signals, restarts crashed workers.
 
-    Create and :meth:`run` it after the listening socket is open, so that
-    every child inherits it. ``stop_signal`` is the signal the server treats
-    as "stop gracefully" (bjoern: SIGINT; meinheld: SIGTERM).
+    A server whose children share one listening socket opens it before
+    :meth:`run`, so that every child inherits it; a server whose children
+    bind their own lets ``serve()`` do it and exits with
+    :data:`EXIT_CANNOT_SERVE` when that fails. ``stop_signal`` is the signal
+    the server treats as "stop gracefully" (bjoern: SIGINT; meinheld and
+    uvloop: SIGTERM). ``boot_time=0`` restarts every crash, however young the
+    worker, for a server whose workers report their start-up failures with
+    :data:`EXIT_CANNOT_SERVE` (uvloop).
     """
 
     def __init__(
@@ -135,9 +157,16 @@ class Supervisor:
                 _log(
                     self.name, f"worker {number} (pid {pid}) exited with code {code} while stopping"
                 )
-                self.exit_code = EXIT_WORKER_FAILED
+                # The first reason to stop is the exit code (EXIT_CANNOT_SERVE
+                # stays even when the other workers then fail the same way).
+                self.exit_code = self.exit_code or EXIT_WORKER_FAILED
             return
         _log(self.name, f"worker {number} (pid {pid}) exited with code {code}")
+        if code == EXIT_CANNOT_SERVE:
+            _log(self.name, "a worker cannot serve; stopping")
+            self.exit_code = EXIT_CANNOT_SERVE
+            self._on_stop(signal.SIGTERM)
+            return
         if time.monotonic() - started < self.boot_time:
             _log(self.name, "a worker failed at start-up; stopping")
             self.exit_code = EXIT_WORKER_FAILED
@@ -176,10 +205,10 @@ class Supervisor:
 def run_forked(config: Config, serve: Callable[[], object], *, stop_signal: int, name: str) -> int:
     """Run ``serve()`` in ``config.workers`` forked processes; returns the exit code.
 
-    Call it after the listening socket is open on ``config.host`` and
-    ``config.port``: it prints the start-up line (the address and the number
-    of workers) and supervises the workers with the default grace and boot
-    times.
+    For servers whose workers share one socket (bjoern, meinheld): call it
+    after that socket is open on ``config.host`` and ``config.port``. It
+    prints the start-up line (the address and the number of workers) and
+    supervises the workers with the default grace and boot times.
     """
     _log(
         name,

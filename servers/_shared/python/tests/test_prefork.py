@@ -1,4 +1,4 @@
-"""The pre-fork supervisor used by bjoern and meinheld, with real processes."""
+"""The pre-fork supervisor used by bjoern, meinheld and uvloop, with real processes."""
 
 import os
 import signal
@@ -16,7 +16,7 @@ pytestmark = pytest.mark.e2e
 # signal (SIGINT raises KeyboardInterrupt, as in bjoern). MODE picks a misbehaviour.
 WORKER = textwrap.dedent("""
     import os, signal, sys, time
-    from serverlab_contract.prefork import Supervisor
+    from serverlab_contract.prefork import EXIT_CANNOT_SERVE, Supervisor
 
     mode, pids = os.environ["MODE"], os.environ["PIDS"]
 
@@ -37,7 +37,11 @@ WORKER = textwrap.dedent("""
             signal.signal(signal.SIGINT, signal.SIG_IGN)
         if mode == "crash-once" and first_to_claim(pids + ".crashed"):
             time.sleep(0.5)
-            os._exit(3)
+            os._exit(5)
+        if mode == "cannot-serve" and first_to_claim(pids + ".crashed"):
+            time.sleep(0.5)  # past boot_time: only the exit code can stop the server
+            print("cannot listen", file=sys.stderr, flush=True)
+            os._exit(EXIT_CANNOT_SERVE)
         while True:
             time.sleep(0.05)
 
@@ -152,4 +156,15 @@ def test_a_worker_that_dies_later_is_replaced(tmp_path, cleanup):
     assert alive(replacement)
     process.send_signal(signal.SIGTERM)
     assert process.wait(5) == 0
-    assert "exited with code 3" in process.stderr.read()
+    assert "exited with code 5" in process.stderr.read()
+
+
+def test_a_worker_that_cannot_serve_stops_the_server_with_its_code(tmp_path, cleanup):
+    process, pids = start(tmp_path, "cannot-serve")
+    cleanup.append(process)
+    assert len(worker_pids(pids, 2)) == 2
+    assert process.wait(5) == 3  # EXIT_CANNOT_SERVE, not restarted
+    error = process.stderr.read()
+    assert "cannot listen" in error and "a worker cannot serve; stopping" in error
+    assert len(pids.read_text().split()) == 2
+    assert group_members(process.pid) == []
