@@ -46,6 +46,8 @@ class ProcessGroupServer:
     base_url: str
     port: int
     tls_cert: Path | None
+    # Set by the first stop(): a stop is judged once (see stop).
+    stop_judged: bool = False
 
     def wait_ready(self, timeout: float = 60.0) -> float:
         """Seconds until the server answers; StepError if it exits or stays silent."""
@@ -89,7 +91,16 @@ class ProcessGroupServer:
         return tail(self.log_path, lines)
 
     def stop(self, timeout: float = 15.0) -> int:
-        """SIGTERM, wait, then SIGKILL; an unclean stop raises StepError."""
+        """SIGTERM, wait, then SIGKILL; an unclean stop raises StepError.
+
+        The stop is judged once: stopping again (the way out of a test's
+        `running_stack` after the test judged the stop itself) only makes sure
+        nothing is left and returns the exit code.
+        """
+        if self.stop_judged:
+            self.kill()
+            return self.process.returncode
+        self.stop_judged = True
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
             try:

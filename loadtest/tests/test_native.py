@@ -18,6 +18,7 @@ import pytest
 from loadtest.core.errors import StepError
 from loadtest.core.runner import Limits
 from loadtest.host.ports import PORTS_VARIABLE
+from loadtest.runners.lifecycle import running
 from loadtest.runners.native import NativeRunner
 from loadtest.tests.stand_in_manifest import server_py_stand_in
 
@@ -51,7 +52,7 @@ SERVER = textwrap.dedent(
     def stop(*_):
         if worker and mode == "forking":
             os.kill(worker, signal.SIGTERM)  # a good supervisor stops its workers
-        sys.exit(0)
+        sys.exit(1 if mode == "unclean" else 0)  # unclean: a stop that fails
     if mode != "stubborn":
         signal.signal(signal.SIGTERM, stop)
     server.serve_forever()
@@ -139,6 +140,17 @@ def test_worker_left_behind_after_the_parent_exits_is_reported(built_stack):
         with pytest.raises(StepError, match="left processes running after exit"):
             server.stop()
         assert server.pids() == [], "the runner still cleans up what the stack left"
+
+
+def test_an_unclean_stop_judged_in_the_block_is_not_judged_again_on_the_way_out(built_stack):
+    # A test that judges the stop itself (and may tolerate a known unclean one)
+    # must not see the way out of `running` raise the same error again.
+    runner, stack = built_stack("unclean")
+    with running(runner, stack, say=lambda text: None) as up:
+        with pytest.raises(StepError, match="exit code 1 after SIGTERM"):
+            up.server.stop()
+        assert up.server.stop() == 1, "judged once"
+    assert not up.server.is_alive() and up.server.pids() == []
 
 
 def test_crash_before_ready_shows_the_stack_output(built_stack):
