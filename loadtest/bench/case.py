@@ -206,8 +206,7 @@ def compiler_of(manifest, server, context: RunContext) -> jit.JitWatch | str | N
         return None
     if getattr(server, "engine", LOCAL).remote:
         return f"the {kind} compiler is not read on another host"
-    signal = jit.signal_for(kind, server.pids(), context.knobs.client_cpus)
-    return signal if isinstance(signal, str) else jit.JitWatch(signal)
+    return jit.watch(kind, server.pids(), context.knobs.client_cpus)
 
 
 def usage_sampler(server, cpus: tuple[int, ...], client_cpus: tuple[int, ...]):

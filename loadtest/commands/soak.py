@@ -2,8 +2,9 @@
 
 1. Build and start the stack natively, pinned to the server cores (as in a
    benchmark); the load tools run on the client cores.
-2. Peak: after an unrecorded warm-up until steady (loadtest/steady.py, at
-   most 30 s), a short closed-loop wrk run
+2. Peak: after an unrecorded warm-up until steady (measure/steady.py, at
+   most 30 s) and, for a JIT stack, until its compiler is quiet (measure/jit.py,
+   as a bench waits for it), a short closed-loop wrk run
    (64 connections, 5 s) measures the stack's peak rate on GET /.
 3. Soak: oha at a constant 70% of that peak, latency corrected for
    coordinated omission, run as back-to-back windows of one minute (a tenth
@@ -34,7 +35,7 @@ from loadtest.core.outcomes import skipped_banner, tally
 from loadtest.core.runner import Limits
 from loadtest.core.verdict import WARMUP_WINDOW_S
 from loadtest.host.ports import port_or_free
-from loadtest.measure import steady
+from loadtest.measure import jit, steady
 from loadtest.measure.metrics import tree_rss
 from loadtest.measure.tools import get_tool
 from loadtest.measure.tools.base import LoadResult, LoadSpec, ToolError
@@ -163,18 +164,22 @@ def soak_server(server, manifest, duration, raw: Path, client_cpus, say) -> dict
     """Warm up, find the peak, then hold 70% of it window by window; the figures and verdict."""
     url = server.base_url + PATH
     wrk = get_tool("wrk")
-    # Unrecorded warm-up first: a JIT (the JVM, PyPy) measured cold would
-    # set the rate far below what the stack sustains.
     window = LoadSpec(url, CONNECTIONS, duration=WARMUP_WINDOW_S, client_cpus=client_cpus)
-    warmed = steady.warm_up(lambda: wrk.run(window, raw / "warmup").rps or None, WARMUP_BOUND_S)
-    say(f"warm-up {warmed.seconds:g} s" + ("" if warmed.steady else " (not steady)"))
+    compiler = jit.watch(manifest.jit, server.pids(), client_cpus) if manifest.jit else None
+    try:
+        warmed = warm_up(lambda: wrk.run(window, raw / "warmup").rps or None, compiler)
+    finally:
+        if isinstance(compiler, jit.JitWatch):
+            compiler.close()
+    say(warmed_text(warmed))
     peak = wrk.run(
         LoadSpec(url, CONNECTIONS, duration=PEAK_S, client_cpus=client_cpus), raw / "peak"
     )
     if not peak.ok or peak.rps <= 0:
         raise StepError(manifest.name, "peak", peak.problem or "wrk measured no requests")
     rate = round(peak.rps * RATE_SHARE)
-    result = {"peak_rps": round(peak.rps), "rate": rate, "peak_errors": peak.errors_total}
+    result = {"peak_rps": round(peak.rps), "rate": rate, "peak_errors": peak.errors_total,
+              "warmup": warmed.to_dict()}  # fmt: skip
     plan = windows(duration)
     say(f"peak {peak.rps:,.0f} req/s (wrk, {CONNECTIONS} connections, {PEAK_S:g} s); "
         f"soak at {rate:,} req/s for {duration:g} s in {len(plan)} windows of {plan[0]:g} s")  # fmt: skip
@@ -191,6 +196,29 @@ def soak_server(server, manifest, duration, raw: Path, client_cpus, say) -> dict
     result["windows"] = records
     result.update(verdict(records, rate))
     return result
+
+
+def warm_up(run_window, compiler: jit.JitWatch | str | None) -> steady.WarmUp:
+    """Unrecorded load until the rate is steady and, for a JIT stack, its compiler
+    quiet, as a bench's warm-up (measure/steady.py). A JIT measured cold sets the
+    peak, so the soak's rate, far below what the stack sustains: spring-webflux's
+    windows agreed after 5 s at 4,213 req/s, a tenth of its warm rate."""
+    watched = compiler if isinstance(compiler, jit.JitWatch) else None
+    warmed = steady.warm_up(run_window, WARMUP_BOUND_S, jit=watched)
+    warmed.jit_signal = watched.name if watched else (compiler or "")
+    return warmed
+
+
+def warmed_text(warmed: steady.WarmUp) -> str:
+    text = f"warm-up {warmed.seconds:g} s" + ("" if warmed.steady else " (not steady)")
+    if warmed.cold:
+        last_ms = warmed.jit_compile_ms[-1]
+        return f"{text}; COLD: its JIT still spent {last_ms:g} ms of the last second compiling"
+    if warmed.jit_quiet:
+        return f"{text}; its JIT quiet ({warmed.jit_signal})"
+    if warmed.jit_signal:
+        return f"{text}; JIT not read: {warmed.jit_signal}"
+    return text
 
 
 def window_record(index: int, load: LoadResult, rss: int) -> dict:

@@ -139,6 +139,13 @@ def signal_for(jit: str, pids: list[int], client_cpus: tuple[int, ...] = ()) -> 
     return DotnetCounters.start(process, client_cpus)
 
 
+def watch(jit: str, pids: list[int], client_cpus: tuple[int, ...] = ()) -> JitWatch | str:
+    """The compiler of a `jit` runtime among `pids`, watched window by window, or why
+    it cannot be read."""
+    signal = signal_for(jit, pids, client_cpus)
+    return signal if isinstance(signal, str) else JitWatch(signal)
+
+
 def runtime_process(pids: list[int], command: str) -> int | None:
     """The first of `pids` whose command name is `command` (java, dotnet)."""
     for pid in pids:

@@ -9,7 +9,10 @@ from __future__ import annotations
 import pytest
 
 from loadtest.commands import soak
+from loadtest.core.verdict import JIT_QUIET_WINDOWS
+from loadtest.measure import jit
 from loadtest.measure.tools.base import LoadResult
+from loadtest.tests.test_jit import Compiler
 
 
 @pytest.mark.parametrize(
@@ -111,3 +114,26 @@ def test_summary_table():
                                 "1.20", "ms", "+1.0%", "(20", "->", "20", "MB;", "+2.0%", "since",
                                 "window", "1)"]  # fmt: skip
     assert lines[3].split()[:2] == ["spring-webflux", "SKIPPED"]
+
+
+def test_a_jit_stack_is_warmed_until_its_compiler_is_quiet_not_only_until_two_windows_agree():
+    # The windows agree from the start (a flat rate), the compiler is busy for eight more.
+    busy = [900, 700, 400, 300, 200, 150, 100, 80] + [0] * JIT_QUIET_WINDOWS
+    compiler = Compiler(busy)
+    warmed = soak.warm_up(compiler.window, jit.JitWatch(compiler))
+    assert len(warmed.curve) == len(busy) and warmed.steady and not warmed.cold
+    assert warmed.to_dict()["jit_signal"] == "stand-in"
+    assert soak.warmed_text(warmed) == f"warm-up {len(busy)} s; its JIT quiet (stand-in)"
+
+
+def test_a_compiler_that_cannot_be_read_is_said_and_the_windows_decide():
+    warmed = soak.warm_up(lambda: 1000.0, "no jvm process among the server's processes")
+    assert warmed.steady and len(warmed.curve) == 2 and warmed.jit_quiet is None
+    assert soak.warmed_text(warmed).endswith(
+        "JIT not read: no jvm process among the server's processes"
+    )
+
+
+def test_a_stack_without_a_jit_warms_up_by_its_windows_alone():
+    warmed = soak.warm_up(lambda: 1000.0, None)
+    assert len(warmed.curve) == 2 and soak.warmed_text(warmed) == "warm-up 2 s"
