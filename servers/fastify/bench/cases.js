@@ -15,10 +15,21 @@ const CASES_FILE = `${REPO_ROOT}servers/_shared/microbench-cases.json`
 export const CALENDAR_FILE = `${REPO_ROOT}contracts/calendar/xshg-non-trading-weekdays.txt`
 export const DISPLAY_NAME = 'Node.js Fastify'
 
+function casesFile () {
+  return JSON.parse(readFileSync(CASES_FILE, 'utf8'))
+}
+
 /** The cases this library answers: GET on / and /workday (routing is Fastify's). */
 export function routeCases () {
-  const { cases } = JSON.parse(readFileSync(CASES_FILE, 'utf8'))
+  const { cases } = casesFile()
   return cases.filter((c) => c.method === 'GET' && (c.path === '/' || c.path === '/workday'))
+}
+
+/** The file's held_at_ms: the instant count-steps.js hands the routes, in ms since the epoch. */
+export function heldAt () {
+  const { held_at_ms: heldAtMs } = casesFile()
+  if (!Number.isSafeInteger(heldAtMs)) throw new Error(`${CASES_FILE}: no held_at_ms`)
+  return heldAtMs
 }
 
 /** One request of a case as a function returning its status. */

@@ -8,9 +8,10 @@
 // loop's set-up cancelled out.
 //
 // The clock is read on every request, as the stacks do, but the library is
-// handed one instant, heldAt, the same on every day: the cost of formatting a
-// time depends on its digits, so a live clock makes hello's count move with
-// the hour it is taken at (0.60% between two days).
+// handed one instant, the same on every day: held_at_ms in
+// microbench-cases.json, read once at start. The cost of formatting a time
+// depends on its digits, so a live clock makes hello's count move with the
+// hour it is taken at (0.60% between two days).
 //
 //	go run ./countsteps [-calls N] [case ...]
 package main
@@ -29,9 +30,6 @@ import (
 	"serverlab/contract/vectors"
 )
 
-// heldAt is 2024-05-06 10:20:30.456 UTC.
-var heldAt = time.UnixMilli(1_714_990_830_456)
-
 // stepMarker is the function callgrind dumps before (--dump-before=main.stepMarker).
 //
 //go:noinline
@@ -48,6 +46,10 @@ func main() {
 
 func run(calls int, only []string) error {
 	cases, err := vectors.RouteBenchCases()
+	if err != nil {
+		return err
+	}
+	heldAt, err := vectors.HeldAt()
 	if err != nil {
 		return err
 	}

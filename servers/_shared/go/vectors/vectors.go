@@ -10,6 +10,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"time"
 )
 
 // WorkdayCase is one case of workday.json: GET /workday?at=At answers Expect.
@@ -51,10 +52,13 @@ type BenchCase struct {
 	Status int    `json:"status"`
 }
 
-// RouteBenchCases returns the microbenchmark cases this library answers: GET
-// on "/" and "/workday" (routing, 404, 405 and HEAD belong to each stack's
-// own router).
-func RouteBenchCases() ([]BenchCase, error) {
+// benchFile is servers/_shared/microbench-cases.json.
+type benchFile struct {
+	HeldAtMs int64       `json:"held_at_ms"`
+	Cases    []BenchCase `json:"cases"`
+}
+
+func loadBenchFile() (*benchFile, error) {
 	root, err := RepoRoot()
 	if err != nil {
 		return nil, err
@@ -63,10 +67,19 @@ func RouteBenchCases() ([]BenchCase, error) {
 	if err != nil {
 		return nil, err
 	}
-	var file struct {
-		Cases []BenchCase `json:"cases"`
-	}
+	var file benchFile
 	if err := json.Unmarshal(raw, &file); err != nil {
+		return nil, err
+	}
+	return &file, nil
+}
+
+// RouteBenchCases returns the microbenchmark cases this library answers: GET
+// on "/" and "/workday" (routing, 404, 405 and HEAD belong to each stack's
+// own router).
+func RouteBenchCases() ([]BenchCase, error) {
+	file, err := loadBenchFile()
+	if err != nil {
 		return nil, err
 	}
 	var found []BenchCase
@@ -79,6 +92,19 @@ func RouteBenchCases() ([]BenchCase, error) {
 		return nil, errors.New("microbench-cases.json has no GET case on / or /workday")
 	}
 	return found, nil
+}
+
+// HeldAt returns the instant of microbench-cases.json's held_at_ms, the one
+// the instruction counter hands the library as the time of every request.
+func HeldAt() (time.Time, error) {
+	file, err := loadBenchFile()
+	if err != nil {
+		return time.Time{}, err
+	}
+	if file.HeldAtMs <= 0 {
+		return time.Time{}, errors.New("microbench-cases.json has no held_at_ms")
+	}
+	return time.UnixMilli(file.HeldAtMs), nil
 }
 
 // RepoRoot returns the repository root: the nearest directory at or above

@@ -29,7 +29,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Callable, Dict, List, NamedTuple, Tuple
+from typing import Any, Callable, Dict, List, NamedTuple, Tuple
 
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 REPO_ROOT = PACKAGE_ROOT.parent.parent.parent
@@ -59,9 +59,17 @@ class Case(NamedTuple):
 CASES_FILE = REPO_ROOT / "servers" / "_shared" / "microbench-cases.json"
 
 
+def read_cases_file(path: Path = CASES_FILE) -> Dict[str, Any]:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
 def load_cases(path: Path = CASES_FILE) -> Tuple[Case, ...]:
-    cases = json.loads(path.read_text(encoding="utf-8"))["cases"]
-    return tuple(Case(**case) for case in cases)
+    return tuple(Case(**case) for case in read_cases_file(path)["cases"])
+
+
+def held_at_ms(path: Path = CASES_FILE) -> int:
+    """The instant the step program (count_steps.py) hands the library, in ms since the epoch."""
+    return read_cases_file(path)["held_at_ms"]
 
 
 CASES: Tuple[Case, ...] = load_cases()

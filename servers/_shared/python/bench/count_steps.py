@@ -11,7 +11,8 @@ counting (a collection would land on whichever step it falls in): the
 counts are the path's own work.
 
 The library reads a clock held at one instant, the same on every day
-(``HELD_AT``): the cost of formatting a time depends on its digits (Node.js's
+(``held_at_ms`` in ``servers/_shared/microbench-cases.json``, read once at
+start): the cost of formatting a time depends on its digits (Node.js's
 hello: 9,442 instructions at 00:00:00.000, 9,076 at 23:59:59.999), and where
 the library formats the second once a second, a live clock spreads that over
 however many calls a second the host ran under callgrind. Held, the counts
@@ -46,8 +47,8 @@ from serverlab_contract import responses, workday  # noqa: E402
 MARKER = "getppid"
 
 
-# 2024-05-06 10:20:30.456 UTC, in nanoseconds.
-HELD_AT_NS = 1_714_990_830_456_000_000
+# The instant in microbench-cases.json, in nanoseconds.
+HELD_AT_NS = contract_bench.held_at_ms() * 1_000_000
 
 
 @contextlib.contextmanager

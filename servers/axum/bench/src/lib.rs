@@ -5,7 +5,7 @@
 //! them (the raw query and `SystemTime::now()`).
 
 use std::path::{Path, PathBuf};
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serverlab_axum::contract::{Answer, Calendar, Service};
 
@@ -28,12 +28,17 @@ pub fn service(root: &Path) -> Service {
     Service::new("Rust axum", calendar)
 }
 
+/// servers/_shared/microbench-cases.json, parsed.
+fn cases_file(root: &Path) -> serde_json::Value {
+    let file = root.join("servers/_shared/microbench-cases.json");
+    let text = std::fs::read_to_string(&file).expect("microbench-cases.json");
+    serde_json::from_str(&text).expect("valid JSON")
+}
+
 /// The cases this library answers: GET on "/" and "/workday" (routing,
 /// 404, 405 and HEAD are axum's).
 pub fn route_cases(root: &Path) -> Vec<BenchCase> {
-    let file = root.join("servers/_shared/microbench-cases.json");
-    let text = std::fs::read_to_string(&file).expect("microbench-cases.json");
-    let parsed: serde_json::Value = serde_json::from_str(&text).expect("valid JSON");
+    let parsed = cases_file(root);
     let field = |case: &serde_json::Value, key: &str| case[key].as_str().unwrap_or("").to_owned();
     parsed["cases"]
         .as_array()
@@ -50,6 +55,15 @@ pub fn route_cases(root: &Path) -> Vec<BenchCase> {
             status: case["status"].as_u64().expect("a status") as u16,
         })
         .collect()
+}
+
+/// The instant of the file's `held_at_ms`, the one the instruction counter
+/// hands the library as the time of every request.
+pub fn held_at(root: &Path) -> SystemTime {
+    let millis = cases_file(root)["held_at_ms"]
+        .as_u64()
+        .expect("a held_at_ms");
+    UNIX_EPOCH + Duration::from_millis(millis)
 }
 
 pub fn status(answer: &Answer) -> u16 {

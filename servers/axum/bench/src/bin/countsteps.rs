@@ -7,19 +7,17 @@
 //! cancelled out.
 //!
 //! The clock is read on every request, as the handlers do, but the library
-//! is handed one instant, `HELD_AT`, the same on every day: the cost of
-//! formatting a time depends on its digits, so a live clock would make
-//! hello's count move with the hour it is taken at.
+//! is handed one instant, the same on every day: `held_at_ms` in
+//! microbench-cases.json, read once at start. The cost of formatting a time
+//! depends on its digits, so a live clock would make hello's count move with
+//! the hour it is taken at.
 //!
 //!     countsteps [--calls N] [case ...]
 
 use std::hint::black_box;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
-use serverlab_axum_bench::{repo_root, request, request_at, route_cases, service, status};
-
-/// 2024-05-06 10:20:30.456 UTC, after the epoch.
-const HELD_AT: Duration = Duration::from_millis(1_714_990_830_456);
+use serverlab_axum_bench::{held_at, repo_root, request, request_at, route_cases, service, status};
 
 /// The function callgrind dumps before (--dump-before=serverlab_step_marker).
 #[unsafe(no_mangle)]
@@ -36,6 +34,7 @@ fn main() {
         args.drain(..2);
     }
     let root = repo_root();
+    let held = held_at(&root);
     let service = service(&root);
     for case in route_cases(&root) {
         if !args.is_empty() && !args.contains(&case.name) {
@@ -43,7 +42,6 @@ fn main() {
         }
         let got = status(&request(&service, &case));
         assert_eq!(got, case.status, "{}: status", case.name);
-        let held = UNIX_EPOCH + HELD_AT;
         for n in [calls, 0, calls] {
             serverlab_step_marker();
             for _ in 0..n {

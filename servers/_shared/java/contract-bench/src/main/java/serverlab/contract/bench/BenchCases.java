@@ -1,11 +1,13 @@
 package serverlab.contract.bench;
 
 import com.fasterxml.jackson.annotation.JsonIgnoreProperties;
+import com.fasterxml.jackson.annotation.JsonProperty;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Clock;
+import java.time.Instant;
 import java.util.List;
 import java.util.function.Function;
 import java.util.function.Supplier;
@@ -35,7 +37,7 @@ final class BenchCases {
   }
 
   @JsonIgnoreProperties(ignoreUnknown = true)
-  private record CasesFile(List<BenchCase> cases) {}
+  private record CasesFile(List<BenchCase> cases, @JsonProperty("held_at_ms") Long heldAtMs) {}
 
   private BenchCases() {}
 
@@ -86,8 +88,22 @@ final class BenchCases {
 
   /** The cases this library answers, in the file's order. */
   static List<BenchCase> routeCases(Path root) throws IOException {
-    Path file = root.resolve(CASES_FILE);
-    CasesFile parsed = new ObjectMapper().readValue(file.toFile(), CasesFile.class);
-    return parsed.cases().stream().filter(BenchCase::isRoute).toList();
+    return casesFile(root).cases().stream().filter(BenchCase::isRoute).toList();
+  }
+
+  /**
+   * The instant of the file's {@code held_at_ms}, which {@link CountSteps} hands the library as the
+   * time of every request.
+   */
+  static Instant heldAt(Path root) throws IOException {
+    Long heldAtMs = casesFile(root).heldAtMs();
+    if (heldAtMs == null) {
+      throw new IllegalStateException(CASES_FILE + " has no held_at_ms");
+    }
+    return Instant.ofEpochMilli(heldAtMs);
+  }
+
+  private static CasesFile casesFile(Path root) throws IOException {
+    return new ObjectMapper().readValue(root.resolve(CASES_FILE).toFile(), CasesFile.class);
   }
 }
