@@ -37,6 +37,7 @@ fi
 env_lines="$("$PY" -m loadtest.packages.registries shell-env 2>/dev/null)" || exit 2
 eval "$env_lines"
 rm -f .build/last-check.json .build/last-stack-tests.json .build/last-remote-smoke.json \
+  .build/last-docker-smoke.json \
   "$STAGE_LOG_DIR"/last-*.json
 
 # Several instances of one stack may run at once (the end-to-end tests on two
@@ -160,6 +161,7 @@ else
     background remote-smoke 1200 "$PY" -m loadtest remote-smoke
   fi
   stage docker-smoke 1500 "$PY" -m loadtest docker smoke
+  keep_skips docker-smoke
 fi
 for job in check-front-nginx check-front-apache hostile remote-smoke; do
   [[ -n "${BACKGROUND_PID[$job]:-}" ]] && await "$job"
@@ -186,10 +188,10 @@ stage bench-static-tls 600 "$PY" -m loadtest bench --profile static-tls-smoke \
 stage_report
 status=$?
 # Stacks the check and stack-tests stages skipped for a missing toolchain, one by one,
-# and the parts of the remote smoke this machine cannot run.
+# and the parts of the Docker and remote smokes this machine cannot run.
 "$PY" - "$STAGE_LOG_DIR" <<'EOF'
 import json, pathlib, sys
-for stage in ("check", "stack-tests", "remote-smoke"):
+for stage in ("check", "stack-tests", "docker-smoke", "remote-smoke"):
     path = pathlib.Path(sys.argv[1], f"last-{stage}.json")
     for o in json.loads(path.read_text()) if path.is_file() else []:
         if o["status"] == "skipped":

@@ -41,6 +41,7 @@ from loadtest.core.manifest import REPO_ROOT, Manifest
 from loadtest.core.runner import Limits
 from loadtest.host import tls as tls_files
 from loadtest.host.ports import free_port, port_in_use
+from loadtest.measure.tools import oha
 from loadtest.packages import mirror, registries
 from loadtest.runners import compose as compose_file
 from loadtest.runners.container import (
@@ -56,6 +57,8 @@ from loadtest.runners.loadgen import LoadgenClient
 STANDINS_SCRIPT = REPO_ROOT / "docker" / "standins" / "standins.py"
 BUILD_TIMEOUT_S = 1800
 HOST_CA = Path("/etc/ssl/certs/ca-certificates.crt")
+# Set by `make docker-smoke` for its Docker tests: why this machine builds no loadgen image.
+LOADGEN_SKIPPED_ENV = "SERVERLAB_LOADGEN_SKIPPED"
 
 
 # ---------------------------------------------------------------- docker CLI
@@ -209,6 +212,18 @@ class DockerRunner:
                 "OHA_IMAGE": self.standin(f"oha:{version}"),
             }
         return {arg: self.standin(ref) for arg, ref in defaults.items()}
+
+    def loadgen_unavailable_reason(self) -> str | None:
+        """Why the loadgen image cannot be built here, or None. On stand-ins its oha is
+        the host's own build of the pinned version (base_image_refs), which needs cargo
+        unless that version is built already; official images build it in the image."""
+        if self.base_images == "official" or shutil.which("cargo"):
+            return None
+        version = compose_file.arg_default(compose_file.LOADGEN_DOCKERFILE, "OHA_VERSION")
+        if oha.built(version):
+            return None
+        return (f"oha {version} is not built on this machine and cargo is not found to build "
+                "it (scripts/install-oha.sh): no loadgen image, nor anything that loads from it")  # fmt: skip
 
     def standin(self, ref: str) -> str:
         if ref not in self._standins:

@@ -11,7 +11,8 @@ import os
 
 import pytest
 
-from loadtest.runners.docker import compose_problem, daemon_problem
+from loadtest.runners.container import image_id
+from loadtest.runners.docker import LOADGEN_SKIPPED_ENV, compose_problem, daemon_problem
 
 REQUIRED = os.environ.get("SERVERLAB_DOCKER_TESTS") == "1"
 
@@ -31,3 +32,18 @@ def need_docker() -> None:
 def listed_stacks() -> list[str]:
     """The stacks make docker-smoke built images of (empty outside it)."""
     return [s for s in os.environ.get("SERVERLAB_DOCKER_STACKS", "").split(",") if s]
+
+
+def loadgen_skipped() -> str | None:
+    """Why `make docker-smoke` built no loadgen image on this machine (no cargo to
+    build its oha), or None."""
+    return os.environ.get(LOADGEN_SKIPPED_ENV) or None
+
+
+def need_loadgen() -> None:
+    """The loadgen image. Where this machine cannot build it the test is a named
+    skip, also under SERVERLAB_DOCKER_TESTS=1: a missing toolchain is not a failure."""
+    if reason := loadgen_skipped():
+        pytest.skip(reason)
+    built = image_id("serverlab/loadgen")
+    need(None if built else "serverlab/loadgen not built (make docker-smoke builds it)")

@@ -12,6 +12,7 @@ import pytest
 
 from loadtest.bench.ab_sides import make_sides
 from loadtest.bench.plan import build_plan
+from loadtest.commands.stacks import first_runnable
 from loadtest.core.ab import SideError, parse_side, parse_sides
 from loadtest.core.knobs import resolve
 from loadtest.core.manifest import REPO_ROOT
@@ -105,10 +106,12 @@ def test_a_real_ab_run_compares_each_quota_of_b_with_a(tmp_path):
 def test_a_commit_against_the_working_tree_at_two_quotas_in_one_run(tmp_path):
     """What it proves: the A side is built from a worktree at HEAD's commit and the B
     side from the working tree, both run in every round beside the ceiling, and ab.md
-    pairs each of B's quotas with A. One-second loads: the verdicts are not judged."""
+    pairs each of B's quotas with A. One-second loads: the verdicts are not judged.
+    gin, or uvloop where this machine has no Go."""
+    stack = first_runnable(["gin", "uvloop"])
     results = tmp_path / "results"
     done = subprocess.run(
-        [sys.executable, "-m", "loadtest", "ab", "gin", "--a", "HEAD",
+        [sys.executable, "-m", "loadtest", "ab", stack, "--a", "HEAD",
          "--b", "SERVER_CPU_QUOTA=0.5,0.25", "--repeat", "3", "--duration", "1",
          "--warmup", "0", "--scenarios", "hello", "--connections", "16",
          "--results-dir", str(results)],
@@ -123,12 +126,13 @@ def test_a_commit_against_the_working_tree_at_two_quotas_in_one_run(tmp_path):
     records = [json.loads(line) for line in (folder / "results.jsonl").read_text().splitlines()]
     measured = [(r["stack"], r.get("cpu_quota")) for r in records if r.get("kind") == "measurement"
                 and r.get("phase", "measure") == "measure"]  # fmt: skip
-    for side in [("gin@A", None), ("gin@B", 0.5), ("gin@B", 0.25), (calibration.NAME, None)]:
+    sides_run = [(f"{stack}@A", None), (f"{stack}@B", 0.5), (f"{stack}@B", 0.25)]
+    for side in [*sides_run, (calibration.NAME, None)]:
         assert measured.count(side) == 3, measured
     text = (folder / "ab.md").read_text()
-    assert text.startswith("# serverlab A/B: gin, A (HEAD) as old -> B (working tree, "
+    assert text.startswith(f"# serverlab A/B: {stack}, A (HEAD) as old -> B (working tree, "
                            "SERVER_CPU_QUOTA=0.5,0.25) as new")  # fmt: skip
-    rows = [line for line in text.splitlines() if line.startswith("| gin | hello | 16 |")]
+    rows = [line for line in text.splitlines() if line.startswith(f"| {stack} | hello | 16 |")]
     assert len(rows) == 2 and "wrk q0.5" in rows[0] + rows[1] and "wrk q0.25" in rows[0] + rows[1]
     assert all("3 / 3 (rounds / rounds)" in row for row in rows)
     assert f"A: HEAD (commit {head})" in text

@@ -23,7 +23,7 @@ from loadtest.runners import calibration
 from loadtest.runners.choose import choose_runner, docker_problem
 from loadtest.runners.container import docker, image_id
 from loadtest.runners.docker import compose_problem, daemon_problem
-from loadtest.tests.docker_support import need
+from loadtest.tests.docker_support import need, need_loadgen
 
 # Run by the docker-smoke stage, on the images it built (SERVERLAB_DOCKER_TESTS=1).
 pytestmark = [pytest.mark.e2e, pytest.mark.docker]
@@ -45,8 +45,8 @@ def test_auto_takes_docker_when_the_daemon_answers():
 
 def test_bench_loads_from_the_loadgen_container(tmp_path):
     need(daemon_problem() or compose_problem())
-    for image in ("serverlab/gin", "serverlab/loadgen"):
-        need(None if image_id(image) else f"{image} not built (make docker-smoke builds it)")
+    need_loadgen()
+    need(None if image_id("serverlab/gin") else "serverlab/gin not built (make docker-smoke builds it)")
     env = dict(os.environ)
     env.pop("RUNNER", None)
     # Not on gin's manifest port: another run may be using it.
@@ -97,7 +97,7 @@ def test_bench_loads_from_the_loadgen_container(tmp_path):
 
 def test_a_tool_the_loadgen_lacks_stops_the_run_before_any_build(tmp_path):
     need(daemon_problem() or compose_problem())
-    need(None if image_id("serverlab/loadgen") else "serverlab/loadgen not built")
+    need_loadgen()
     env = dict(os.environ, SERVERLAB_DOCKER_PORTS="free")
     if "SERVERLAB_BASE_IMAGES" not in env and standins_present():
         env["SERVERLAB_BASE_IMAGES"] = "standin"

@@ -25,7 +25,7 @@ from loadtest.host.ports import free_port
 from loadtest.measure.metrics import UsageSampler
 from loadtest.runners.container import docker, image_id
 from loadtest.runners.docker import DockerRunner
-from loadtest.tests.docker_support import REQUIRED, listed_stacks, need_docker
+from loadtest.tests.docker_support import REQUIRED, listed_stacks, loadgen_skipped, need_docker
 
 # Run by the docker-smoke stage, on the images it built (SERVERLAB_DOCKER_TESTS=1).
 pytestmark = [pytest.mark.e2e, pytest.mark.docker]
@@ -58,7 +58,7 @@ def stack():
 def load_generator():
     """A function that keeps the server busy for N seconds: wrk in the loadgen
     container (started once, outside any measured window), else wrk on the host."""
-    if image_id("serverlab/loadgen"):
+    if image_id("serverlab/loadgen") and not loadgen_skipped():
         with DockerRunner().load_client() as client:
 
             def run(url: str, seconds: int) -> None:

@@ -41,10 +41,19 @@ from loadtest.measure.tools.base import (
 NOTE_OPEN = "open loop at a constant rate, latency corrected for coordinated omission"
 
 
+def cache_dir() -> Path:
+    """Where scripts/install-oha.sh builds and links oha (outside the repository)."""
+    return Path(os.environ.get("SERVERLAB_CACHE") or Path.home() / ".cache" / "serverlab")
+
+
 def cache_bin_dir() -> Path:
-    """Where scripts/install-oha.sh puts oha (outside the repository)."""
-    cache = os.environ.get("SERVERLAB_CACHE") or str(Path.home() / ".cache" / "serverlab")
-    return Path(cache) / "bin"
+    """The stable link to the version in use: $CACHE/bin/oha."""
+    return cache_dir() / "bin"
+
+
+def built(version: str) -> bool:
+    """Whether scripts/install-oha.sh has built this version here ($CACHE/oha-<version>)."""
+    return (cache_dir() / f"oha-{version}" / "bin" / "oha").is_file()
 
 
 class Oha(Tool):
