@@ -43,6 +43,13 @@ if ! $fetch_only && [[ -x "$BIN" && "$(installed_version "$BIN")" == "$COMPOSE_V
   exit 0
 fi
 
+# The pinned version already installed as a plugin (by the user, or by this script
+# with another SERVERLAB_CACHE) is used as it is: no Go needed.
+if ! $fetch_only && [[ "$(docker compose version --short 2>/dev/null)" == "$COMPOSE_VERSION" ]]; then
+  echo "docker compose $COMPOSE_VERSION (installed already)"
+  exit 0
+fi
+
 command -v go >/dev/null || {
   say "go not found: the Compose v2 plugin is built from source (install Go 1.24 or newer)"
   exit 1
