@@ -21,7 +21,7 @@ import pytest
 
 from loadtest.core.errors import StepError
 from loadtest.core.manifest import REPO_ROOT
-from loadtest.host import testhost_parts, testhosts
+from loadtest.host import locks, testhost_parts, testhosts
 
 pytestmark = pytest.mark.e2e
 
@@ -31,6 +31,15 @@ IMAGE = "serverlab-hostusr:test"
 HOST_PYTHON = Path("/usr/bin/python3")  # Debian's, reached in the container through /usr
 WEB_PORT = 8080
 DELAY = "20ms"
+
+
+@pytest.fixture(autouse=True)
+def one_test_of_these_at_a_time():
+    """These tests make test hosts, and look for any left, machine-wide: on two test
+    workers, one's hosts would be the other's leftovers (seen: the netem refusal's
+    check found the two-host test's namespaces)."""
+    with locks.exclusive(STATE_DIR.with_name("testhosts-pytest.lock")):
+        yield
 
 
 def need_test_hosts() -> None:
