@@ -35,11 +35,8 @@ class Loaded:
     compiler: jit.JitWatch | str | None = None
     loaded_s: float = 0.0
 
-    def signal(self) -> jit.JitWatch | None:
-        return self.compiler if isinstance(self.compiler, jit.JitWatch) else None
-
     def close(self) -> None:
-        if self.signal():
+        if isinstance(self.compiler, jit.JitWatch):
             self.compiler.close()
         self.compiler = None
 
@@ -70,12 +67,8 @@ def warm_up(
                           context.executor)  # fmt: skip
         return result.rps if result.ok and result.requests > 0 else None
 
-    signal = loaded.signal()
-    warmed = steady.warm_up(window, context.knobs.warmup, primed, jit=signal,
-                            loaded_before_s=loaded.loaded_s)  # fmt: skip
-    warmed.jit_signal = signal.name if signal else (loaded.compiler or "")
-    if signal and warmed.jit_quiet is None:
-        warmed.jit_signal += ": no reading, so the windows alone decided"
+    warmed = steady.warm_up_watched(window, context.knobs.warmup, loaded.compiler, primed,
+                                    loaded_before_s=loaded.loaded_s)  # fmt: skip
     loaded.loaded_s += warmed.seconds
     say_unsettled(context, instance.stack, scenario, warmed, loaded.loaded_s)
     return warmed

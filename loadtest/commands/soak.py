@@ -203,10 +203,7 @@ def warm_up(run_window, compiler: jit.JitWatch | str | None) -> steady.WarmUp:
     quiet, as a bench's warm-up (measure/steady.py). A JIT measured cold sets the
     peak, so the soak's rate, far below what the stack sustains: spring-webflux's
     windows agreed after 5 s at 4,213 req/s, a tenth of its warm rate."""
-    watched = compiler if isinstance(compiler, jit.JitWatch) else None
-    warmed = steady.warm_up(run_window, WARMUP_BOUND_S, jit=watched)
-    warmed.jit_signal = watched.name if watched else (compiler or "")
-    return warmed
+    return steady.warm_up_watched(run_window, WARMUP_BOUND_S, compiler)
 
 
 def warmed_text(warmed: steady.WarmUp) -> str:

@@ -143,6 +143,23 @@ def warm_up(
     return result
 
 
+def warm_up_watched(
+    run_window: Callable[[], float | None],
+    bound_s: float,
+    compiler: JitWatch | str | None,
+    primed_s: float = 0.0,
+    loaded_before_s: float = 0.0,
+) -> WarmUp:
+    """warm_up with an instance's compiler as a bench or a soak holds it: its watch,
+    why there is none (a text), or None (no JIT declared); the record names which."""
+    watched = compiler if isinstance(compiler, JitWatch) else None
+    warmed = warm_up(run_window, bound_s, primed_s, jit=watched, loaded_before_s=loaded_before_s)
+    warmed.jit_signal = watched.name if watched else (compiler or "")
+    if watched and warmed.jit_quiet is None:
+        warmed.jit_signal += ": no reading, so the windows alone decided"
+    return warmed
+
+
 def read_loopback_bytes(path: str = "/proc/net/dev") -> int | None:
     """Bytes received on the loopback interface so far (None where unreadable)."""
     try:
