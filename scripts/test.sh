@@ -10,8 +10,7 @@
 #   3. each language's unit tests and each stack's own tests; `check` builds and
 #      verifies every stack, so that later stages only start them;
 #   4. the end-to-end Python tests (real servers), three workers on the two
-#      cores (they wait on builds and servers a fifth of the time), each
-#      instance on a free port;
+#      cores, each instance on a free port;
 #   5. side by side, the stages that mostly wait: the TLS fronts, the hostile
 #      inputs, the Docker smoke and the remote smoke (on the images of step 4);
 #   6. with nothing else running: the timing tests, the soak and the benches.
@@ -76,8 +75,8 @@ mapfile -t PYTHON_TESTS < <(python_test_dirs)
 # on throw-away stacks and write the same file.
 keep_skips() { cp ".build/last-$1.json" "$STAGE_LOG_DIR/" 2>/dev/null || true; }
 # pytest.ini names the groups; -n 2: one worker per core. The end-to-end tests
-# take three: with two, the cores were 22% idle, waiting on builds and servers
-# (438 s against 548 s, docs/measurements/test-suite.md). For them,
+# take three, as they wait on builds and servers a fifth of the time
+# (docs/measurements/test-suite.md). For them,
 # --maxschedchunk 1: each worker takes a test at a time, so that the long
 # ones, started first (conftest.py), are shared out instead of queued on one.
 pytest_group() { # pytest_group MARKER_EXPRESSION [PYTEST ARGS...]
