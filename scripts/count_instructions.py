@@ -13,9 +13,12 @@ writes one count per step of the marker's thread, and
     instructions per request = (count of N requests - count of none) / N
 
 so the loop's own set-up cancels out. What each step program holds still
-so that a count repeats (methodology: docs/measurements/contract-microbench.md):
+so that a count repeats (methodology: docs/measurements/instruction-counts.md):
 
-- Python (CPython 3.11 and 3.13): garbage collector off, hash seed 0; all cases in one process;
+- every program: one fixed environment, whatever the shell's (STEP_ENVIRONMENT);
+- Python (CPython 3.11 and 3.13): garbage collector off, hash seed 0, no
+  site-packages, its bytecode compiled before it is counted; all cases in one
+  process;
 - Go: collector off, the goroutine locked to its thread (the one counted), no
   asynchronous pre-emption;
 - Rust: nothing to hold, no runtime;
@@ -37,8 +40,10 @@ C# is not counted: no .NET SDK on these machines.
         [--out FILE.tsv] [--against FILE.tsv]
 
 ``--against`` compares with an earlier table (another day's) and prints the
-largest difference. A language whose tool is missing is skipped by name.
-Standard library only.
+largest difference, and says so when the two counted different code (each
+table names the last commit that changed the libraries, their step
+programs, the cases and calendar they read, or this script). A language
+whose tool is missing is skipped by name. Standard library only.
 """
 
 from __future__ import annotations
@@ -46,7 +51,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import os
 import platform
 import re
 import shutil
@@ -63,7 +67,22 @@ GO_MODULE = REPO_ROOT / "servers" / "_shared" / "go"
 RUST_CRATE = REPO_ROOT / "servers" / "axum" / "bench"
 NODE_STACK = REPO_ROOT / "servers" / "fastify"
 OUT_DIR = REPO_ROOT / ".build" / "microbench"
+# The code a count runs: each library and its step program, the cases and calendar they
+# read, and this script (how each program is built and run). A table names the last commit
+# that changed any of them, so that two tables of different code are not read as the
+# host's difference.
+COUNTED_CODE = [PYTHON_BENCH.parent, GO_MODULE, RUST_CRATE.parent, NODE_STACK,
+                REPO_ROOT / "servers" / "_shared" / "java",
+                REPO_ROOT / "servers" / "_shared" / "microbench-cases.json",
+                REPO_ROOT / "contracts" / "calendar", Path(__file__).resolve()]  # fmt: skip
+CODE_LINE = "# counted code: "
 
+# The step programs' whole environment, the same from any shell: the environment sits at
+# the top of a process's first stack, so its size moves where everything after it is
+# placed, and with it how often CPython's allocator finds a fresh pool (Python's router
+# method-not-allowed counted 1.2% fewer with 40 bytes more of it;
+# docs/measurements/instruction-counts.md). Each program adds its own variables.
+STEP_ENVIRONMENT = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
 TOTALS = re.compile(r"^(?:summary|totals): (\d+)", re.MULTILINE)
 # callgrind.out.<dump>-<thread>; the dumps at exit have no dump number.
 DUMP_NAME = re.compile(r"\.(\d+)-(\d+)$")
@@ -89,10 +108,11 @@ def callgrind_steps(command: List[str], marker: str, cwd: Path = REPO_ROOT,
     the count of each step of the marker's thread, in order (start-up first)."""
     with tempfile.TemporaryDirectory() as folder:
         out = Path(folder) / "callgrind.out"
-        wrapped = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
+        valgrind = shutil.which("valgrind") or "valgrind"  # found on the caller's PATH
+        wrapped = [valgrind, "--tool=callgrind", f"--callgrind-out-file={out}",
                    "--separate-threads=yes", f"--dump-before={marker}", *command]  # fmt: skip
         ran = subprocess.run(wrapped, capture_output=True, text=True, cwd=cwd,
-                             env=dict(os.environ, **(env or {})))  # fmt: skip
+                             env=dict(STEP_ENVIRONMENT, **(env or {})))  # fmt: skip
         if ran.returncode != 0:
             raise RuntimeError(f"{' '.join(command)} failed under callgrind:\n{ran.stderr[-2000:]}")
         dumps = sorted((int(m.group(1)), path) for path in Path(folder).iterdir()
@@ -149,10 +169,19 @@ def python_programs() -> List[StepProgram]:
         # The real binary, not a pyenv shim: valgrind would count the shim's bash.
         real = output([str(python), "-c", "import sys; print(sys.executable)"]).strip()
         version = output([real, "-c", "import platform; print(platform.python_version())"]).strip()
-        programs.append(StepProgram(
+        # -S: no site-packages (the step program needs none), so that what a venv holds
+        # does not move the count (the memory layout, below).
+        program = StepProgram(
             library=f"python {version}", marker="getppid",
-            command=[real, str(PYTHON_BENCH / "count_steps.py"), "--run"],
-            env={"PYTHONHASHSEED": "0"}, version=f"CPython {version}"))  # fmt: skip
+            command=[real, "-S", str(PYTHON_BENCH / "count_steps.py"), "--run"],
+            env={"PYTHONHASHSEED": "0"}, version=f"CPython {version}")  # fmt: skip
+        # Built as the others are: every module's bytecode written once, outside callgrind,
+        # so that the count always reads it and its __pycache__ folders are always there.
+        # Compiling from source allocates on the way, and a folder's listing is kept by the
+        # import system: either moves the allocator's pools (up to 1% on a route).
+        subprocess.run([*program.command, "--calls", "1"], capture_output=True, check=True,
+                       env=dict(STEP_ENVIRONMENT, **program.env))  # fmt: skip
+        programs.append(program)
     return programs
 
 
@@ -219,6 +248,35 @@ def column(library: str, name: str) -> tuple[str, str]:
     return (f"{library} {way}" if way else library), case
 
 
+def counted_code() -> str:
+    """The last commit that changed the counted code, and whether the work tree changes it
+    still: "last changed in 498f3c0" (or "unknown" outside a git checkout)."""
+    paths = ["--", *map(str, COUNTED_CODE)]
+    try:
+        commit = output(["git", "log", "-1", "--format=%h", *paths]).strip()
+        changed = output(["git", "status", "--porcelain", *paths]).strip()
+    except (subprocess.CalledProcessError, FileNotFoundError):
+        return "unknown"
+    if not commit:
+        return "unknown"
+    return f"last changed in {commit}" + (", with uncommitted changes" if changed else "")
+
+
+def code_of(path: Path) -> str:
+    """What a table says of the code it counted ("" when it does not say)."""
+    lines = path.read_text().splitlines()
+    return next((line[len(CODE_LINE):] for line in lines if line.startswith(CODE_LINE)), "")
+
+
+def other_code(against: Path, code: str) -> str:
+    """A warning when the earlier table counted other code than this count ("" if the same)."""
+    before = code_of(against)
+    if before == code:
+        return ""
+    return (f"other code: {against} counted code {before or 'it does not name'}, "
+            f"this count code {code}; a difference may be the code's, not the host's")
+
+
 def read_table(path: Path) -> Dict[tuple[str, str], float]:
     rows = [line.split("\t") for line in path.read_text().splitlines()
             if line and not line.startswith("#")]  # fmt: skip
@@ -226,10 +284,11 @@ def read_table(path: Path) -> Dict[tuple[str, str], float]:
 
 
 def write_table(path: Path, found: Dict[tuple[str, str], float], versions: List[str],
-                calls: int) -> None:  # fmt: skip
+                calls: int, code: str) -> None:  # fmt: skip
     lines = [f"# {datetime.date.today().isoformat()}, {platform.node() or 'this host'}: "
              f"instructions per request, ({calls} requests - none) / {calls}, callgrind",
-             *(f"# {version}" for version in versions), "library\tcase\tinstructions"]  # fmt: skip
+             f"{CODE_LINE}{code}", *(f"# {version}" for version in versions),
+             "library\tcase\tinstructions"]  # fmt: skip
     lines += [f"{library}\t{case}\t{value:.1f}" for (library, case), value in found.items()]
     path.write_text("\n".join(lines) + "\n")
 
@@ -272,6 +331,7 @@ def main() -> int:
         print("[instructions] SKIPPED every language: no valgrind on PATH", file=sys.stderr)
         return 0
     OUT_DIR.mkdir(parents=True, exist_ok=True)
+    code = counted_code()
     found, versions, failed = {}, [], []
     for language in args.languages.split(","):
         tool, programs = LANGUAGES[language]
@@ -287,12 +347,14 @@ def main() -> int:
         except (RuntimeError, subprocess.CalledProcessError) as error:
             print(f"[instructions] FAILED {language}: {error}", file=sys.stderr)
             failed.append(language)
-    write_table(args.out, found, versions, args.calls)
+    write_table(args.out, found, versions, args.calls, code)
     against = read_table(args.against) if args.against else None
     print(markdown(found, against))
     if against and (largest := largest_difference(found, against)):
         share, (library, case) = largest
         print(f"\nlargest difference from {args.against}: {share:.2%} ({library}, {case})")
+        if warning := other_code(args.against, code):
+            print(warning)
     print(f"\n[instructions] table in {args.out}", file=sys.stderr)
     return 1 if failed else 0
 
