@@ -71,7 +71,9 @@ OUT_DIR = REPO_ROOT / ".build" / "microbench"
 # read, and this script (how each program is built and run). A table names the last commit
 # that changed any of them, so that two tables of different code are not read as the
 # host's difference.
-COUNTED_CODE = [PYTHON_BENCH.parent, GO_MODULE, RUST_CRATE.parent, NODE_STACK,
+COUNTED_CODE = [PYTHON_BENCH, PYTHON_BENCH.parent / "serverlab_contract", GO_MODULE,
+                RUST_CRATE, *(RUST_CRATE.parent / name for name in ("src", "Cargo.lock")),
+                *(NODE_STACK / name for name in ("bench", "lib", "package-lock.json")),
                 REPO_ROOT / "servers" / "_shared" / "java",
                 REPO_ROOT / "servers" / "_shared" / "microbench-cases.json",
                 REPO_ROOT / "contracts" / "calendar", Path(__file__).resolve()]  # fmt: skip
