@@ -124,7 +124,7 @@ microbench: bootstrap ## In-process microbenchmarks of every language's contract
 	@MICROBENCH_LANGUAGES="$(MICROBENCH_LANGUAGES)" bash scripts/microbench.sh $(MICROBENCH_ARGS)
 
 .PHONY: instructions
-instructions: bootstrap ## Instructions per request of every contract library's routes under callgrind, one table (the host's speed does not move them): make instructions [INSTRUCTIONS_AGAINST=docs/measurements/instructions/<day>.tsv]
+instructions: bootstrap ## Instructions per request of every contract library's routes under callgrind, one table (the host's speed does not move them): make instructions [INSTRUCTIONS_AGAINST=docs/measurements/instructions/<table>.tsv]
 	@$(PY) scripts/count_instructions.py $(if $(INSTRUCTIONS_AGAINST),--against $(INSTRUCTIONS_AGAINST))
 
 .PHONY: hostile
