@@ -64,6 +64,9 @@ PYTHON_VERSIONS ?=
 
 # Forward only the knobs that were set, as --knob value.
 knob = $(if $(strip $($(1))),--$(2) '$(strip $($(1)))')
+# A target that takes a list of stacks refuses the one-stack knob, rather than run them all.
+servers_not_server = @test -z "$(SERVER)" -o -n "$(SERVERS)" || { \
+	echo "make $@ takes SERVERS=<a,b>, not SERVER: did you mean SERVERS=$(SERVER)?"; exit 2; }
 BENCH_ARGS = --profile '$(PROFILE)' $(call knob,SERVERS,servers) $(call knob,RUNNER,runner) \
 	$(call knob,SCENARIOS,scenarios) $(call knob,CONNECTIONS,connections) \
 	$(call knob,DURATION,duration) $(call knob,WARMUP,warmup) $(call knob,REPEAT,repeat) \
@@ -108,6 +111,7 @@ serve: bootstrap ## Run one stack natively in the foreground: make serve SERVER=
 
 .PHONY: check
 check: bootstrap ## Build, start and verify stacks against the contract: make check [SERVERS=gin,sanic] [FRONT=nginx|apache|self] [JOBS=2]
+	$(servers_not_server)
 	@$(HARNESS) check $(call knob,SERVERS,servers) $(call knob,RUNNER,runner) $(call knob,FRONT,front) \
 		$(call knob,SERVER_HOST,server-host) $(call knob,JOBS,jobs)
 
@@ -117,6 +121,7 @@ test: ## Every test, as stages (bootstrap first), with one table of their times 
 
 .PHONY: bench
 bench: bootstrap ## Benchmark stacks and write results/<run-id>/: make bench [PROFILE=quick] [SERVERS=...]
+	$(servers_not_server)
 	@$(HARNESS) bench $(BENCH_ARGS)
 
 .PHONY: microbench
@@ -129,6 +134,7 @@ instructions: bootstrap ## Instructions per request of every contract library's 
 
 .PHONY: hostile
 hostile: bootstrap ## Hostile input (schemathesis, raw-socket cases) against each stack: make hostile [SERVERS=gin,sanic]
+	$(servers_not_server)
 	@$(HARNESS) hostile $(call knob,SERVERS,servers) $(call knob,SEED,seed)
 
 .PHONY: soak
@@ -151,8 +157,13 @@ compare: bootstrap ## Compare two runs (ratio per case with its interval, what c
 then-and-now: bootstrap ## Judge the four experiments' claims on the committed runs; writes docs/measurements/then-and-now.md and the handouts
 	@$(HARNESS) then-and-now
 
+.PHONY: measurements
+measurements: bootstrap ## Write again the summaries and A/B pages of the runs committed under docs/measurements, by the report's rules as they stand
+	@$(HARNESS) measurements
+
 .PHONY: aa
 aa: bootstrap ## A/A: the same bench AA_RUNS times (4), every pair compared, the false-alarm rate: make aa PROFILE=smoke REPEAT=3 SERVERS=a,b,c [RUNS=<run>,<run>,...]
+	$(servers_not_server)
 	@$(HARNESS) aa $(BENCH_ARGS) $(call knob,AA_RUNS,times) $(call knob,RUNS,runs)
 
 .PHONY: ab
@@ -167,11 +178,13 @@ new-server: bootstrap ## Create servers/<name>/ from a template, a stub answerin
 
 .PHONY: lab
 lab: bootstrap ## Run a teaching lab's measurements and print where its report is: make lab LAB=1..5 (docs/labs/)
+	$(servers_not_server)
 	@test -n "$(LAB)" || { $(HARNESS) lab --list; exit 2; }
 	@$(HARNESS) lab '$(LAB)'
 
 .PHONY: build
 build: bootstrap ## Build stack images (and the loadgen) with docker compose: make build [SERVERS=gin,sanic]
+	$(servers_not_server)
 	@$(PY) -m loadtest docker build $(call knob,SERVERS,servers) $(call knob,SERVER_HOST,server-host) \
 		$(call knob,CLIENT_HOSTS,client-hosts)
 
@@ -200,6 +213,7 @@ docker-lint: bootstrap ## hadolint every Dockerfile and validate docker-compose.
 
 .PHONY: docker-smoke
 docker-smoke: bootstrap ## Real images on local stand-ins, conformance and a smoke bench in containers: make docker-smoke [SERVERS=a,b|all]
+	$(servers_not_server)
 	@$(PY) -m loadtest docker smoke $(call knob,SERVERS,servers)
 
 .PHONY: remote-smoke

@@ -18,6 +18,7 @@ from loadtest.commands import (
     docker,
     hostile,
     labs,
+    measurements,
     mirror,
     remote,
     report,
@@ -33,8 +34,8 @@ from loadtest.packages import registries
 from loadtest.packages.mirror import OfflineChoiceError
 
 COMMANDS = (
-    stacks, check, serve, bench, report, compare, then_and_now, aa, ab, scaffold, labs, hostile,
-    soak, docker, mirror, remote,
+    stacks, check, serve, bench, report, compare, then_and_now, measurements, aa, ab, scaffold,
+    labs, hostile, soak, docker, mirror, remote,
 )  # fmt: skip
 # The commands that build stacks or fetch packages: before them, each package family is
 # pointed at its registry or at the mirror (OFFLINE, else a probe of each registry,

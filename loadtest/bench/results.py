@@ -46,6 +46,16 @@ def run_folder(run: str, root: Path = RESULTS_ROOT) -> Path:
     return root / run
 
 
+def run_argument(folder: Path) -> str:
+    """What `make report RUN=` takes for this folder: its id under results/, else its path
+    (from the repository's root when it is inside it)."""
+    if folder.resolve().parent == RESULTS_ROOT.resolve():
+        return folder.name
+    with contextlib.suppress(ValueError):
+        return str(folder.resolve().relative_to(REPO_ROOT))
+    return str(folder)
+
+
 class WriteFailed(Exception):
     """results.jsonl, run.json or a raw output could not be written (full disk, read-only)."""
 

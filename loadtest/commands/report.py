@@ -29,5 +29,6 @@ def cmd_report(args: argparse.Namespace) -> int:
     print(f"report: {folder}")
     for path in outputs:
         print(f"  {path.relative_to(folder)}")
-    print(f"every run: {write_index(folder.parent)}")
+    if folder.resolve().parent == args.results_dir.resolve():  # not beside a committed run
+        print(f"every run: {write_index(folder.parent)}")
     return 0

@@ -179,6 +179,7 @@ def create_stack(
     folder = servers_dir / name
     try:
         render(template, staging, template_values(name, display_name, port))
+        staging.chmod(template.stat().st_mode & 0o777)  # mkdtemp's 0700, as a stack's folder
         staging.rename(folder)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)

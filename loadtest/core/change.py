@@ -15,7 +15,9 @@
 4. The p-values of one comparison are corrected together (Benjamini-Hochberg):
    twenty cases tested at once would otherwise give about one false alarm.
 5. A difference smaller than MIN_EFFECT is not called a change, however small
-   its p.
+   its p. "No change detected" is said only when the whole 95% interval lies
+   within the floor; a ratio inside the floor whose interval reaches past it is
+   "cannot tell": the rounds do not rule out a change the floor would call.
 6. Every verdict that is not a change says what could have been seen: the
    smallest change this comparison detects with POWER at its noise, its rounds
    and the significance the correction would have asked of it.
@@ -143,14 +145,27 @@ def _verdict(case: Samples, test, q: float | None, level: float) -> Difference:
     interval = (math.exp(shift - half), math.exp(shift + half))
     beyond_floor = abs(ratio - 1) >= MIN_EFFECT
     if q < SIGNIFICANCE and beyond_floor:
-        shown = "q<0.001" if q < 0.001 else f"q={q:.3f}"
-        return Difference(ratio, interval, REGRESSION if shift < 0 else IMPROVEMENT, shown, q)
+        return Difference(ratio, interval, REGRESSION if shift < 0 else IMPROVEMENT, q_text(q), q)
     limit = detection_limit(case, len(case.old), len(case.new), level)
     seen = limits_text(case, level)
-    if not beyond_floor:
-        return Difference(ratio, interval, NO_CHANGE, f"within the {MIN_EFFECT:.0%} floor; {seen}",
-                          q, limit)  # fmt: skip
-    return Difference(ratio, interval, CANNOT_TELL, f"q={q:.2f}; {seen}", q, limit)
+    if beyond_floor:
+        return Difference(ratio, interval, CANNOT_TELL, f"q={q:.2f}; {seen}", q, limit)
+    size = f"{ratio - 1:+.1%}" + (f", {q_text(q)}" if q < SIGNIFICANCE else "")
+    if within_floor(interval):
+        return Difference(ratio, interval, NO_CHANGE,
+                          f"{size}, interval within the {MIN_EFFECT:.0%} floor; {seen}", q, limit)
+    return Difference(ratio, interval, CANNOT_TELL,
+                      f"{size}, inside the {MIN_EFFECT:.0%} floor but its interval "
+                      f"{interval[0]:.3f} - {interval[1]:.3f} reaches past it; {seen}", q, limit)
+
+
+def q_text(q: float) -> str:
+    return "q<0.001" if q < 0.001 else f"q={q:.3f}"
+
+
+def within_floor(interval: tuple[float, float]) -> bool:
+    """Whether every ratio of the interval is a difference under the floor."""
+    return all(abs(bound - 1) < MIN_EFFECT for bound in interval)
 
 
 def untested_reason(case: Samples) -> str:
@@ -190,12 +205,24 @@ def limits_text(case: Samples, level: float) -> str:
     """'at this noise 3 rounds a side detect 18% or more, 10 rounds 9%'."""
     n_old, n_new = len(case.old), len(case.new)
     rounds = f"{n_old}" if n_old == n_new else f"{n_old}/{n_new}"
-    text = (f"at this noise {rounds} rounds a side detect "
-            f"{detection_limit(case, n_old, n_new, level):.0%} or more")  # fmt: skip
+    first = detection_limit(case, n_old, n_new, level)
+    text = f"at this noise {rounds} rounds a side detect {limit_text(first, 'or more')}"
     if min(n_old, n_new) < MORE_ROUNDS:
         more = detection_limit(case, MORE_ROUNDS, MORE_ROUNDS, level)
-        text += f", {MORE_ROUNDS} rounds {more:.0%}"
+        text += f", {MORE_ROUNDS} rounds {limit_text(more)}"
     return text
+
+
+# A detection limit past this is a figure of the noise, not a size anyone would look for.
+UNINFORMATIVE_LIMIT = 1.0
+
+
+def limit_text(limit: float, suffix: str = "") -> str:
+    """'18%' (with its suffix: '18% or more'); 'only changes over 100%' past
+    UNINFORMATIVE_LIMIT."""
+    if limit > UNINFORMATIVE_LIMIT:
+        return f"only changes over {UNINFORMATIVE_LIMIT:.0%}"
+    return f"{limit:.0%} {suffix}".rstrip()
 
 
 # ----------------------------------------------------------------------- DRIFTED

@@ -39,8 +39,8 @@ from loadtest.report.interactive import OFFLINE_META, chart_div, ratio_chart, sc
 from loadtest.report.noise import WITHIN, RunToRun, host_noise, noise_line, run_to_run
 from loadtest.report.samples import ROUNDS, rps_samples
 
-HEAD = ["stack", "scenario", "conn", "tool/rate", "old req/s", "new req/s", "new/old",
-        "95% interval", "verdict", "samples", "flagged rounds (old; new)"]  # fmt: skip
+HEAD = ["stack", "scenario", "conn", "tool/rate", "old req/s (median)", "new req/s (median)",
+        "new/old", "95% interval", "verdict", "samples", "flagged rounds (old; new)"]  # fmt: skip
 
 
 class CompareError(Exception):
@@ -209,13 +209,15 @@ def compare(old_folder: Path, new_folder: Path, out_root: Path,
     old_run, old_cases = load_run(old_folder, leave_out_flagged)
     new_run, new_cases = load_run(new_folder, leave_out_flagged)
     old_cases, new_cases = settings_of_the_run(old_cases), settings_of_the_run(new_cases)
-    spread = run_to_run(out_root, old_run, new_run)
+    # The host's A/As: in the results folder, and beside either run (committed ones).
+    evidence = list(dict.fromkeys([out_root, old_folder.parent, new_folder.parent]))
+    spread = run_to_run(evidence, old_run, new_run)
     left_out = old_run["_left_out"] + new_run["_left_out"]
     result = Comparison(
         f"serverlab comparison: {old_folder.name} -> {new_folder.name}",
         compared_cases(old_cases, new_cases, spread), differences(old_run, new_run),
         only_in(old_cases, new_cases), only_in(new_cases, old_cases),
-        noise_line(host_noise(out_root, new_run)), f"The unit: {spread.source}.",
+        noise_line(host_noise(evidence, new_run)), f"The unit: {spread.source}.",
         f"{left_out} flagged rounds left out (FLAGGED=leave-out)." if leave_out_flagged else "",
     )  # fmt: skip
     folder = out_root / f"compare-{old_folder.name}-vs-{new_folder.name}"
@@ -229,9 +231,11 @@ def compare(old_folder: Path, new_folder: Path, out_root: Path,
 AB_FILE, AB_PAGE = "ab.md", "ab.html"
 
 
-def compare_sides(folder: Path, leave_out_flagged: bool = False) -> Path:
+def compare_sides(folder: Path, leave_out_flagged: bool = False, drawn: bool = True,
+                  aa_root: Path | None = None) -> Path:  # fmt: skip
     """An A/B run's sides compared (`make ab`), A as old and B as new, in the run's folder
-    (ab.md, ab.html); returns the markdown's path. Raises CompareError."""
+    (ab.md, and ab.html when `drawn`); returns the markdown's path. The host's A/A runs are
+    looked for beside the run, or under `aa_root`. Raises CompareError."""
     run, cases = load_run(folder, leave_out_flagged)
     ab = run.get("ab")
     if not ab:
@@ -248,14 +252,15 @@ def compare_sides(folder: Path, leave_out_flagged: bool = False) -> Path:
         compared_cases(paired, new, WITHIN),
         side_differences(run, sides),
         only_in(old, partners), only_in(new, paired),
-        noise_line(host_noise(folder.parent, run)),
+        noise_line(host_noise(aa_root or folder.parent, run)),
         f"The unit: {WITHIN.source}; the rounds alternate the sides, each start fresh, in the "
         "order the run's seed shuffled, beside the nginx ceiling.",
         f"{run['_left_out']} flagged rounds left out (FLAGGED=leave-out)." if leave_out_flagged
         else "",
     )  # fmt: skip
     (folder / AB_FILE).write_text(markdown(result))
-    (folder / AB_PAGE).write_text(page(result, ratio_chart(result.cases)))
+    if drawn:
+        (folder / AB_PAGE).write_text(page(result, ratio_chart(result.cases)))
     return folder / AB_FILE
 
 
@@ -290,11 +295,14 @@ def partner_key(key: tuple, other: dict) -> tuple | None:
 
 NOTE = (
     "new/old is the ratio of the rounds' geometric means, with its 95% interval (Welch's t on "
-    "log requests/s, with each side's run-to-run spread when the runs are separate). A case is "
+    "log requests/s, with each side's run-to-run spread when the runs are separate); the old "
+    "and new columns are medians, shown for scale, and need not divide to it where the rounds "
+    "disagree. A case is "
     "a regression or an improvement only when the test says so after the correction for "
     "testing every case at once (Benjamini-Hochberg, q < 0.05) and the change is beyond the "
-    f"{MIN_EFFECT:.0%} floor; a change beyond the floor that the rounds cannot confirm is "
-    "'cannot tell'. Beside every verdict that is not a change: the smallest change this "
+    f"{MIN_EFFECT:.0%} floor; 'no change detected' only when the whole interval lies within the "
+    "floor; a change beyond the floor that the rounds cannot confirm, or an interval that "
+    "reaches past the floor, is 'cannot tell'. Beside every verdict that is not a change: the smallest change this "
     "comparison would detect with 80% power at its noise and rounds, at the significance the "
     f"correction would have asked of it, and at {MORE_ROUNDS} rounds a side. A side of fewer than "
     f"{MIN_ROUNDS} rounds is shown, not tested. 'flagged rounds' counts each side's rounds "

@@ -22,14 +22,16 @@ from loadtest.core.change import (
     central,
     judge_all,
 )
-from loadtest.report.flags import JIT_UNREAD, count_flags
+from loadtest.report.flags import JIT_UNREAD, TWO_STATES, count_flags
 from loadtest.report.samples import ROUNDS
 
-LEADERBOARD_HEAD = ["#", "stack", "req/s (median)", "95% interval", "limited by", "p99 ms",
-                    "errors", "flagged rounds", "gap to next"]  # fmt: skip
+LEADERBOARD_HEAD = ["#", "stack", "req/s (geometric mean)", "req/s (median)", "95% interval",
+                    "limited by", "p99 ms", "errors", "flagged rounds", "gap to next"]  # fmt: skip
 LEADERBOARD_NOTE = (
     "Ranked by the geometric mean of the rounds' requests/s (closed loop), the figure the gap "
-    "tests; the median is shown. The 95% interval is a bootstrap of the "
+    "tests, or by the median where there is one round. The median is shown beside it: where "
+    "the rounds disagree (a stack in two states) the two can rank differently. The 95% "
+    "interval is a bootstrap of the "
     "median over the rounds (REPEAT >= 2), or over the quarter-second windows of the one "
     "run, which are not independent and give a narrower interval: the caption says which. "
     "'gap to next' is make compare's verdict on this stack against the next one down: Welch's "
@@ -38,7 +40,8 @@ LEADERBOARD_NOTE = (
     "floor, and where it is not called, the smallest gap these rounds would detect with 80% "
     f"power and what {MORE_ROUNDS} rounds would. Fewer rounds are not tested (windows of one "
     "run do not show run-to-run noise). 'flagged rounds' counts the rounds carrying a flag "
-    f"(COLD, DRIFTED, NOT-STEADY, client-bound...) and those where the {JIT_UNREAD}; "
+    f"(COLD, DRIFTED, NOT-STEADY, client-bound...), those where the {JIT_UNREAD}, and "
+    f"{TWO_STATES} with both states; "
     "FLAGGED=leave-out ranks without the flagged ones. "
     "A figure marked (?) was limited by neither side and is not the stack's capacity."
 )
@@ -71,9 +74,13 @@ def ranked_rows(rows: list[dict]) -> dict[tuple, list[dict]]:
 
 def rank_figure(row: dict) -> float:
     """The figure a row is ranked by: what the gap tests (core/change.py `central`)."""
+    return rounds_mean(row) or row["rps_median"]
+
+
+def rounds_mean(row: dict) -> float | None:
+    """The geometric mean of the row's rounds, None for the windows of one run."""
     samples = row.get("_rps_samples")
-    rounds = row.get("rps_ci_source") == ROUNDS
-    return central(samples) if samples and rounds else row["rps_median"]
+    return central(samples) if samples and row.get("rps_ci_source") == ROUNDS else None
 
 
 def gap_samples(slower: dict, faster: dict) -> Samples:
@@ -139,10 +146,11 @@ def leaderboards(rows: list[dict], limited_by, mark) -> list[tuple[str, list[lis
             following = stacks[place] if not row["ceiling"] and place < len(stacks) else None
             interval = (f"{row['rps_ci_low']:,.0f} - {row['rps_ci_high']:,.0f}"
                         if row.get("rps_ci_low") is not None else "-")  # fmt: skip
-            p99 = row.get("latency_p99_ms")
+            p99, mean = row.get("latency_p99_ms"), rounds_mean(row)
             cells.append([
                 "-" if row["ceiling"] else str(place),
                 row.get("display_name") or row["stack"],
+                f"{mean:,.0f}" if mean else "-",
                 f"{row['rps_median']:,.0f}{mark(row)}",
                 interval,
                 limited_by(row),
@@ -156,8 +164,10 @@ def leaderboards(rows: list[dict], limited_by, mark) -> list[tuple[str, list[lis
 
 
 def flagged_rounds(row: dict) -> str:
-    """'COLD 1/3, JIT signal never arrived 3/3' from the flags of the row's samples."""
+    """'COLD 1/3, JIT signal never arrived 3/3' from the flags of the row's samples, and
+    the row's two states ('TWO-STATES (2 rounds at 12,232 req/s, 1 at 20,661)')."""
     per_sample = row.get("_rps_flags") or []
     if row.get("rps_ci_source") != ROUNDS:
         per_sample = per_sample[:1]  # the windows of one run share its record's flags
-    return count_flags(per_sample) or "-"
+    states = [f"{TWO_STATES} ({row['two_states']})"] if row.get("two_states") else []
+    return ", ".join(filter(None, [count_flags(per_sample), *states])) or "-"

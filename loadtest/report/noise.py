@@ -1,6 +1,7 @@
-"""A/A evidence on disk: results/aa-<first>-<last>/aa.json, written by `make aa`,
-read by `make compare` to print the false-alarm rate measured on the same host
-and to take the run-to-run spread of each case (core/change.py, rule 3).
+"""A/A evidence on disk: results/aa-<first>-<last>/aa.json, written by `make aa` (and
+the committed ones under docs/measurements), read by `make compare` to print the
+false-alarm rate measured on the same host and to take the run-to-run spread of each
+case (core/change.py, rule 3).
 
 A host is the same when its CPU model and its number of cores are: the noise
 of a 2-core VM says nothing of a 64-core server's. A run-to-run spread is
@@ -45,12 +46,24 @@ def same_invocation(old_run: dict, new_run: dict) -> bool:
     ) and host_identity(old_run) == host_identity(new_run)
 
 
-def aa_summaries(results_root: Path, run: dict, leave_out: str = "") -> list[dict]:
-    """Every A/A summary measured on the host of `run`, newest measurement first; without
-    the folder `leave_out` (an A/A written again does not feed on its own earlier output)."""
+def aa_files(roots: Path | list[Path]) -> list[Path]:
+    """The A/A summaries under each root: a results folder holds its A/As, and
+    docs/measurements also one folder down."""
+    found: dict[Path, Path] = {}
+    for root in [roots] if isinstance(roots, Path) else roots:
+        for pattern in (f"{AA_PREFIX}*/{AA_FILE}", f"*/{AA_PREFIX}*/{AA_FILE}"):
+            for path in root.glob(pattern):
+                found.setdefault(path.resolve(), path)
+    return list(found.values())
+
+
+def aa_summaries(roots: Path | list[Path], run: dict, leave_out: str = "") -> list[dict]:
+    """Every A/A summary measured on the host of `run` under `roots`, newest measurement
+    first; without the folder `leave_out` (an A/A written again does not feed on its own
+    earlier output)."""
     wanted = host_identity(run)
     found = []
-    for path in results_root.glob(f"{AA_PREFIX}*/{AA_FILE}"):
+    for path in aa_files(roots):
         if path.parent.name == leave_out:
             continue
         try:
@@ -67,9 +80,9 @@ def measured_when(summary: dict) -> tuple:
     return summary.get("measured_until") or summary.get("written_at", ""), summary["folder"]
 
 
-def host_noise(results_root: Path, run: dict) -> dict | None:
+def host_noise(roots: Path | list[Path], run: dict) -> dict | None:
     """The newest A/A summary measured on the host of `run`, or None."""
-    found = aa_summaries(results_root, run)
+    found = aa_summaries(roots, run)
     return found[0] if found else None
 
 
@@ -94,14 +107,14 @@ WITHIN = RunToRun(True, 0.0, "both sides are rounds of one invocation: they shar
                   "run-to-run offset, which cancels")  # fmt: skip
 
 
-def run_to_run(results_root: Path, old_run: dict, new_run: dict,
+def run_to_run(roots: Path | list[Path], old_run: dict, new_run: dict,
                leave_out: str = "") -> RunToRun:  # fmt: skip
     """The run-to-run term of a comparison: none within one invocation; across runs the
     newest A/A of the same host kind and settings (MATCHED_ON), else the stated default."""
     if same_invocation(old_run, new_run):
         return WITHIN
     settings = matched_settings(new_run)
-    for aa in aa_summaries(results_root, new_run, leave_out):
+    for aa in aa_summaries(roots, new_run, leave_out):
         measured = aa.get("run_to_run")
         if measured and measured.get("matched_on") == settings == matched_settings(old_run):
             spread = measured_spread(measured, aa["folder"])

@@ -9,7 +9,12 @@ from pathlib import Path
 from loadtest.report.chart_model import ordered_scenarios
 from loadtest.report.flags import JIT_UNREAD, flag_notes, row_flags
 from loadtest.report.interactive import OFFLINE_META, chart_div, scripts
-from loadtest.report.leaderboard import LEADERBOARD_HEAD, leaderboard_note, leaderboards
+from loadtest.report.leaderboard import (
+    LEADERBOARD_HEAD,
+    leaderboard_note,
+    leaderboards,
+    rank_figure,
+)
 from loadtest.report.sustainable import SLO_HEAD, SLO_NOTE, slo_tables
 
 CO_NOTE = (
@@ -233,22 +238,19 @@ def headroom(rows: list[dict]) -> list[list[str]]:
         stacks = [r for r in same if not r["ceiling"]]
         if not ceiling or not stacks:
             continue
-        best = max(stacks, key=lambda r: r["rps_median"])
-        ratio = ceiling["rps_median"] / best["rps_median"]
+        best = max(stacks, key=rank_figure)
+        ratio = rank_figure(ceiling) / rank_figure(best)
         mark = "" if ratio >= HEADROOM_TARGET else " (below 1.5: stacks near the harness limit)"
-        if ratio < 1:
-            table.append([scenario, str(connections), tool, best["display_name"],
-                          fmt(best["rps_median"]), fmt(ceiling["rps_median"]),
-                          "ceiling invalid: a stack beat it"])  # fmt: skip
-            continue
+        verdict = "ceiling invalid: a stack beat it" if ratio < 1 else f"{ratio:.2f}x{mark}"
         table.append([scenario, str(connections), tool, best["display_name"],
-                      fmt(best["rps_median"]), fmt(ceiling["rps_median"]), f"{ratio:.2f}x{mark}"])  # fmt: skip
+                      fmt(rank_figure(best)), fmt(rank_figure(ceiling)), verdict])  # fmt: skip
     return table
 
 
 HEADROOM_NOTE = (
     "Headroom: the nginx ceiling's requests/s divided by the best stack's, same scenario, "
-    "connections, tool and cores. Below 1.5 the fastest stacks are close to what this "
+    "connections, tool and cores, by the figure the leaderboard ranks by (the geometric mean "
+    "of the rounds, or the median of one). Below 1.5 the fastest stacks are close to what this "
     "harness can measure on this host, and their differences mean little."
 )
 
@@ -285,8 +287,15 @@ def boards(rows: list[dict]) -> list[tuple[str, list[list[str]]]]:
     return leaderboards(rows, limited_by, figure_mark)
 
 
-def markdown(rows: list[dict], outcomes: dict, run: dict, charts: dict[str, list[Path]]) -> str:
+def markdown(rows: list[dict], outcomes: dict, run: dict,
+             charts: dict[str, list[Path]] | None) -> str:  # fmt: skip
+    """summary.md; `charts` None: not drawn (a committed run keeps its text alone), and
+    the page says how to draw them."""
     out = [f"# serverlab results: {run.get('run_id', '')}", ""]
+    if charts is None:
+        out += [f"Charts are not kept with this copy of the run: `make report "
+                f"RUN={run.get('_report_run', run.get('run_id', ''))}` draws them.", ""]
+        charts = {}
     ranked = boards(rows)
     if ranked:
         out += ["## Leaderboard", "", leaderboard_note(run)]
@@ -439,9 +448,11 @@ def html_report(rows: list[dict], outcomes: dict, run: dict, charts: dict[str, l
         body.append(_html_table(
             ["stack", "language", "framework", "runtime (image)", "runtime (native)", "concurrency"],
             stacks))  # fmt: skip
-    body.append("<p>Regenerate with <code>make report RUN=" + html.escape(run.get("run_id", "")) +
-                "</code>; raw tool outputs are in <code>raw/</code>, every measurement in "
-                "<code>results.jsonl</code>, provenance in <code>run.json</code>.</p>")  # fmt: skip
+    again = run.get("_report_run", run.get("run_id", ""))
+    raw = "raw tool outputs are in <code>raw/</code>, " if run.get("_has_raw", True) else ""
+    body.append(f"<p>Regenerate with <code>make report RUN={html.escape(again)}</code>; {raw}"
+                "every measurement is in <code>results.jsonl</code>, provenance in "
+                "<code>run.json</code>.</p>")  # fmt: skip
     drawn = [figure for group in figures.values() for figure in group]
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'

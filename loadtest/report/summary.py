@@ -235,7 +235,7 @@ def slo_columns(ok: list[dict]) -> dict:
         "slo_percentile_ms": _round(_median(r.get("slo_percentile_ms") for r in found), 3),
         "slo_objective_ms": searched[0].get("slo_objective_ms"),
         "slo_share_of_peak": _round(_median(r.get("slo_share_of_peak") for r in found), 4),
-        "slo_reason": max(set(reasons), key=reasons.count),
+        "slo_reason": max(dict.fromkeys(reasons), key=reasons.count),
     }
 
 
@@ -269,7 +269,8 @@ def verdict_columns(ok: list[dict]) -> dict:
     counts = {v: verdicts.count(v) for v in order if v in verdicts}
     verdict = max(counts, key=lambda v: (counts[v], -order.index(v)))
     causes = [r.get("cause", "") for r in ok if r.get("verdict") == verdict and r.get("cause")]
-    cause = max(set(causes), key=causes.count) if causes else ""
+    # A tie goes to the cause seen first: a set's order changes with each process's hash seed.
+    cause = max(dict.fromkeys(causes), key=causes.count) if causes else ""
     mixed = ", ".join(f"{v} {n}" for v, n in counts.items()) if len(counts) > 1 else ""
     return {"verdict": verdict, "cause": cause, "verdict_runs": mixed}
 

@@ -97,7 +97,10 @@ def test_a_real_ab_run_compares_each_quota_of_b_with_a(tmp_path):
     rows = {line.split(" | ")[3]: line for line in text.splitlines() if line.startswith("| gin |")}
     assert set(rows) == {"wrk q0.8", "wrk q0.9", "wrk q0.95"}
     assert "| 67,433 | 55,319 | 0.807 |" in rows["wrk q0.8"] and "regression" in rows["wrk q0.8"]
-    assert "no change detected (within the 10% floor" in rows["wrk q0.95"]
+    # 3.5% slower, its interval within the floor: no change. 8.4% slower, its interval
+    # reaching past the floor: the rounds cannot say whether the floor was crossed.
+    assert "no change detected (-3.5%, q=0.004, interval within the 10% floor" in rows["wrk q0.95"]
+    assert "cannot tell (-8.4%, q<0.001, inside the 10% floor but its interval" in rows["wrk q0.9"]
     assert "The unit: both sides are rounds of one invocation" in text
 
 

@@ -70,6 +70,25 @@ def test_a_significant_change_under_the_floor_is_no_change():
     assert small.limit == MIN_EFFECT  # nothing under the floor is called, however tight
 
 
+def test_no_change_needs_the_whole_interval_within_the_floor():
+    # The ratio is 1.02, inside the floor, but three rounds this far apart leave room
+    # for a change the floor would call: not "no change detected".
+    (wide,) = judge_all([Samples([1000, 1400, 700], [1020, 1430, 710])])
+    assert wide.verdict == CANNOT_TELL, wide.text
+    assert "inside the 10% floor but its interval" in wide.detail
+    low, high = wide.interval
+    assert low < 1 - MIN_EFFECT and high > 1 + MIN_EFFECT
+    # An 8% loss the rounds show plainly, its interval reaching past the floor.
+    (near,) = judge_all([Samples(spread(1000, 0.02, 5), spread(916, 0.02, 5))])
+    assert near.verdict == CANNOT_TELL and near.detail.startswith("-8.4%, q<0.001, inside"), near.text
+
+
+def test_a_detection_limit_past_a_doubling_is_not_printed_as_a_size():
+    (hopeless,) = judge_all([Samples([100, 1000, 5000], [110, 1200, 4000])])
+    assert hopeless.limit > 1
+    assert "3 rounds a side detect only changes over 100%" in hopeless.detail, hopeless.text
+
+
 def test_beyond_the_floor_but_unconfirmed_says_what_it_could_have_seen():
     (unsure,) = judge_all([Samples([1000, 1400, 800], [800, 1100, 650])])
     assert unsure.verdict == CANNOT_TELL and "3 rounds a side detect" in unsure.detail

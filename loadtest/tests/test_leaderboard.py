@@ -39,11 +39,12 @@ def test_rounds_far_apart_rank_and_are_significant_by_intervals():
     assert cells[1][GAP] == "-"
 
 
-def test_overlapping_rounds_are_within_noise():
+def test_overlapping_rounds_whose_interval_reaches_past_the_floor_cannot_tell():
     records = [record("a", v, i) for i, v in enumerate([1000, 900, 1100], 1)]
     records += [record("b", v, i) for i, v in enumerate([980, 1050, 920], 1)]
     gap = board(records)[0][GAP]
-    assert gap.startswith("within noise (within the 10% floor; at this noise 3 rounds a side detect")
+    assert gap.startswith("cannot tell (+1.5%, inside the 10% floor but its interval"), gap
+    assert "3 rounds a side detect 31% or more" in gap
 
 
 def test_a_gap_beyond_the_floor_that_three_rounds_cannot_confirm_says_so():
@@ -62,7 +63,7 @@ def test_one_round_is_not_tested_and_a_close_pair_is_within_noise():
     near = [record("a", v, i) for i, v in enumerate([1000, 1010, 990, 1005, 995], 1)]
     near += [record("b", v, i) for i, v in enumerate([960, 965, 955, 962, 958], 1)]
     # 4% apart with almost no spread: significant by the test, under the 10% floor.
-    assert board(near)[0][GAP].startswith("within noise (within the 10% floor;")
+    assert board(near)[0][GAP].startswith("within noise (+4.2%, q<0.001, interval within the 10%")
 
 
 def test_one_round_takes_its_intervals_from_the_windows_of_the_run():

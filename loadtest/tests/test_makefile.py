@@ -30,3 +30,14 @@ def test_make_help_lists_every_target_with_one_line():
     ).stdout
     for target in documented:
         assert f"make {target} " in help_text, target
+
+
+def test_a_list_target_refuses_the_one_stack_knob_before_it_runs_anything():
+    # `make check SERVER=x` once checked every stack: SERVER is the one-stack knob of
+    # serve, soak, up and ab, and check takes SERVERS.
+    for target in ("check", "bench", "hostile", "build", "docker-smoke", "aa", "lab"):
+        refused = subprocess.run(["make", "--no-print-directory", target, "SERVER=gin"],
+                                 cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)  # fmt: skip
+        assert refused.returncode == 2, (target, refused.stdout, refused.stderr)
+        assert "did you mean SERVERS=gin?" in refused.stdout, (target, refused.stdout)
+        assert "loadtest" not in refused.stdout

@@ -183,6 +183,10 @@ def test_template_renders_a_valid_commented_stack(tmp_path, language):
 
     readme = (created.folder / "README.md").read_text()
     assert "## Tuning choices" in readme and str(created.port) in readme
+    if "docker build" in readme:  # it names the Dockerfile the stack builds with
+        assert f"docker build -f servers/{dockerfile.relative_to(servers)} " in readme, language
+    # Readable by a server's own user, as every stack's folder (mkdtemp makes 0700).
+    assert created.folder.stat().st_mode & 0o755 == 0o755
 
     # The supply-chain rules (docs/reliability.md) hold from the first commit.
     assert supply_chain.python_problems(manifest) == []
