@@ -78,6 +78,9 @@ def load_run(folder: Path, leave_out_flagged: bool = False) -> tuple[dict, dict[
     if not folder.is_dir():
         raise CompareError(f"no run folder {folder}")
     if not (folder / RESULTS_FILE).is_file():
+        if (folder / "summary.csv").is_file():
+            raise CompareError(f"{folder.name}: no {RESULTS_FILE}: this copy of the run kept "
+                               "its summary alone, not the rounds a comparison tests")  # fmt: skip
         raise CompareError(f"{folder.name}: no {RESULTS_FILE} (a run that measured nothing)")
     try:
         run = json.loads((folder / RUN_FILE).read_text())
@@ -166,8 +169,10 @@ def differences(old: dict, new: dict) -> list[str]:
                (new.get("host") or {}).get(field))  # fmt: skip
     old_knobs, new_knobs = old.get("knobs") or {}, new.get("knobs") or {}
     for knob in sorted(set(old_knobs) | set(new_knobs)):
-        if knob not in ("sources", "seed", "servers_from_profile"):
-            differ(f"knob {knob}", old_knobs.get(knob), new_knobs.get(knob))
+        if knob not in ("sources", "seed", "servers_from_profile", "description"):
+            # An empty knob and one the older run did not record are the same: unset.
+            before, after = (knobs.get(knob) for knobs in (old_knobs, new_knobs))
+            differ(f"knob {knob}", "" if before is None else before, "" if after is None else after)
     for tool in sorted(set(old.get("tools") or {}) | set(new.get("tools") or {})):
         differ(f"tool {tool}", (old.get("tools") or {}).get(tool), (new.get("tools") or {}).get(tool))
     old_rt, new_rt = old.get("runtime_versions") or {}, new.get("runtime_versions") or {}
@@ -192,6 +197,7 @@ class Comparison:
     noise: str  # what A/A runs on this host showed
     unit: str  # one invocation or separate runs, and the run-to-run spread used
     left_out: str  # the flagged rounds left out, or ""
+    caution: str = ""  # the settings the runs differ in, when they do
 
     @property
     def rows(self) -> list[list[str]]:
@@ -213,12 +219,17 @@ def compare(old_folder: Path, new_folder: Path, out_root: Path,
     evidence = list(dict.fromkeys([out_root, old_folder.parent, new_folder.parent]))
     spread = run_to_run(evidence, old_run, new_run)
     left_out = old_run["_left_out"] + new_run["_left_out"]
+    if not set(old_cases) & set(new_cases):
+        raise CompareError(f"{old_folder.name} and {new_folder.name} share no case (stack, "
+                           "scenario, connections, tool, rate, quota, cores): nothing to compare")  # fmt: skip
+    changes = differences(old_run, new_run)
     result = Comparison(
         f"serverlab comparison: {old_folder.name} -> {new_folder.name}",
-        compared_cases(old_cases, new_cases, spread), differences(old_run, new_run),
+        compared_cases(old_cases, new_cases, spread), changes,
         only_in(old_cases, new_cases), only_in(new_cases, old_cases),
         noise_line(host_noise(evidence, new_run)), f"The unit: {spread.source}.",
         f"{left_out} flagged rounds left out (FLAGGED=leave-out)." if leave_out_flagged else "",
+        caution(changes),
     )  # fmt: skip
     folder = out_root / f"compare-{old_folder.name}-vs-{new_folder.name}"
     folder.mkdir(parents=True, exist_ok=True)
@@ -313,7 +324,26 @@ NOTE = (
 
 def heads(result: Comparison) -> list[str]:
     """The sentences above the table: the rule, the unit, what A/A showed, what was left out."""
-    return [line for line in (NOTE, result.unit, result.noise, result.left_out) if line]
+    return [line for line in (result.caution, NOTE, result.unit, result.noise, result.left_out)
+            if line]  # fmt: skip
+
+
+# What a comparison's two runs may differ in and still be compared, with a caution: the
+# settings of the load and of the host. Anything else (commit, runtime, dependencies) is
+# what a comparison is for.
+SETTINGS = ("knob ", "tool ", "host ")
+# Knobs that choose which cases run, not how: a case in one run only is listed apart.
+CHOOSING_CASES = ("knob servers:", "knob scenarios:", "knob connections:")
+
+
+def caution(changes: list[str]) -> str:
+    """A sentence above the table when the runs were measured with other settings."""
+    differ = [line for line in changes
+              if line.startswith(SETTINGS) and not line.startswith(CHOOSING_CASES)]  # fmt: skip
+    if not differ:
+        return ""
+    return (f"Measured with other settings ({'; '.join(differ)}): a difference below may be "
+            "the settings', not the stacks'.")
 
 
 def markdown(result: Comparison) -> str:

@@ -45,7 +45,10 @@ def layout(title: str, x_title: str, y_title: str, y_default: str = "linear", **
     base = {
         "title": {"text": title, "font": {"size": 14}},
         "xaxis": {"title": {"text": x_title}},
-        "yaxis": {"title": {"text": y_title}, "type": y_default, "rangemode": "tozero"},
+        # On a log axis plotly labels the ticks between decades with a digit alone ("5"
+        # under 10 reads as 5 ms, not 50); every tick is labelled with its whole value.
+        "yaxis": {"title": {"text": y_title}, "type": y_default, "rangemode": "tozero",
+                  "minorloglabels": "complete"},
         "updatemenus": scale_buttons(default=y_default),
         "legend": {"title": {"text": "click to hide or show"}},
         "hovermode": "closest",

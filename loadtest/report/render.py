@@ -6,6 +6,7 @@ import base64
 import html
 from pathlib import Path
 
+from loadtest.core.verdict import CAUSES
 from loadtest.report.chart_model import ordered_scenarios
 from loadtest.report.flags import JIT_UNREAD, flag_notes, row_flags
 from loadtest.report.interactive import OFFLINE_META, chart_div, scripts
@@ -50,11 +51,10 @@ VERDICT_NOTE = (
     "limited by: what stopped each figure from being higher, judged from the same window. "
     "server = the server used at least 85% of the CPU it was given (the figure is the "
     "stack's own); client = the load tool used at least 90% of its cores (a lower bound for "
-    "the server); neither = both had CPU to spare, with the likely cause: delayed-ack (a "
-    "stall of about k x 40 ms, typically a response written in pieces with Nagle on), "
-    "waiting, errors, idle-connections or tool-counts (Little's law), concurrency (too few "
-    "connections), noisy. A req/s marked (?) was limited by neither side: it is not the "
-    "stack's capacity. See docs/methodology.md, \"What limited a figure\"."
+    "the server); neither = both had CPU to spare, with the likely cause: "
+    + "; ".join(f"{cause} ({meaning})" for cause, meaning in CAUSES.items())
+    + ". A req/s marked (?) was limited by neither side: it is not the stack's capacity. "
+    "See docs/methodology.md, \"What limited a figure\"."
 )
 SHARED_NOTE = (
     "SHARED CORES marks a case whose server cores include the load tool's (e.g. 2 server "
