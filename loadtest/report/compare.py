@@ -227,7 +227,7 @@ def compare(old_folder: Path, new_folder: Path, out_root: Path,
         f"serverlab comparison: {old_folder.name} -> {new_folder.name}",
         compared_cases(old_cases, new_cases, spread), changes,
         only_in(old_cases, new_cases), only_in(new_cases, old_cases),
-        noise_line(host_noise(evidence, new_run)), f"The unit: {spread.source}.",
+        noise_line(host_noise(evidence, new_run), new_run), f"The unit: {spread.source}.",
         f"{left_out} flagged rounds left out (FLAGGED=leave-out)." if leave_out_flagged else "",
         caution(changes),
     )  # fmt: skip
@@ -263,7 +263,7 @@ def compare_sides(folder: Path, leave_out_flagged: bool = False, drawn: bool = T
         compared_cases(paired, new, WITHIN),
         side_differences(run, sides),
         only_in(old, partners), only_in(new, paired),
-        noise_line(host_noise(aa_root or folder.parent, run)),
+        noise_line(host_noise(aa_root or folder.parent, run), run),
         f"The unit: {WITHIN.source}; the rounds alternate the sides, each start fresh, in the "
         "order the run's seed shuffled, beside the nginx ceiling.",
         f"{run['_left_out']} flagged rounds left out (FLAGGED=leave-out)." if leave_out_flagged

@@ -143,8 +143,9 @@ def default_spread(settings: dict) -> RunToRun:
         "requests/s), a default, not a measurement"))  # fmt: skip
 
 
-def noise_line(noise: dict | None) -> str:
-    """One sentence for the comparison's head: what A/A runs on this host showed."""
+def noise_line(noise: dict | None, run: dict | None = None) -> str:
+    """One sentence for the comparison's head: what A/A runs on this host showed, and
+    whether they were measured with the settings of `run`."""
     if not noise:
         return (
             "No A/A runs of this host yet: `make aa` measures how often two runs of the same "
@@ -155,5 +156,15 @@ def noise_line(noise: dict | None) -> str:
         f"{len(noise['runs'])} runs, {noise['knobs_text']}): "
         f"{noise['changes_called']} of {noise['cases_compared']} case comparisons called a change "
         f"({noise['false_alarm_rate']:.1%}); 95% of their differences within "
-        f"{noise['floor']:.1%}."
+        f"{noise['floor']:.1%}." + other_settings(noise, run)
     )
+
+
+def other_settings(noise: dict, run: dict | None) -> str:
+    """' They were measured with other settings ...' when the A/A's differ from the run's."""
+    measured_with = (noise.get("run_to_run") or {}).get("matched_on")
+    if run is None or not measured_with or measured_with == matched_settings(run):
+        return ""
+    return (f" They were measured with other settings ({settings_text(measured_with)}) than "
+            f"these runs ({settings_text(matched_settings(run))}): their rate is the host's, "
+            "not this comparison's.")

@@ -33,5 +33,8 @@ def test_other_settings_are_said_above_the_table(tmp_path):
     for differs in ("knob duration: 2.0 -> 3.0", "knob profile: 'smoke' -> 'quick'",
                     "knob repeat: 3 -> 5"):  # fmt: skip
         assert differs in head, head
+    # The committed A/As beside the runs are found; theirs are smoke settings, not quick's.
+    assert "A/A runs on this host (aa-" in head and "They were measured with other" in head
     same = (compare(SMOKE_AGAIN, SMOKE_AGAIN_LATER, tmp_path) / "compare.md").read_text()
     assert "Measured with other settings" not in same
+    assert "A/A runs on this host (aa-" in same and "They were measured with other" not in same
