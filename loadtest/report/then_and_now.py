@@ -218,9 +218,22 @@ def read_difference(claim: Claim, comparison: Comparison, difference: Difference
         comparison.interval = (difference.interval[0] * scale, difference.interval[1] * scale)
     comparison.limit = difference.limit
     comparison.verdict = READINGS[claim.kind].get(difference.verdict, UNDECIDED)
-    comparison.detail = difference.text
+    comparison.detail = claim_words(claim, difference)
     if difference.verdict == NO_CHANGE and claim.kind != "ratio":
         read_no_lead(claim, comparison)
+
+
+def claim_words(claim: Claim, difference: Difference) -> str:
+    """The rule's verdict in a claim's words: a change is 'regression' or 'improvement'
+    between two runs; against a claim it is a figure below or above what was claimed."""
+    if not difference.is_change:
+        return difference.text
+    lower = difference.verdict == REGRESSION
+    if claim.kind == "ratio":
+        what = f"{'below' if lower else 'above'} the claimed {claim.expected:g}x"
+    else:
+        what = "the first lower than the second" if lower else "the first higher than the second"
+    return f"{what} ({difference.detail})"
 
 
 def read_no_lead(claim: Claim, comparison: Comparison) -> None:

@@ -101,7 +101,7 @@ def test_changing_one_figure_changes_the_verdict(tmp_path):
 
     [judged] = probe(tmp_path, double_webflux)
     assert judged.verdict == FAILS, judged.reasons
-    assert "improvement" in judged.comparisons[0].detail
+    assert "above the claimed 1.08x" in judged.comparisons[0].detail
 
 
 def test_a_flagged_round_makes_it_cannot_tell(tmp_path):
