@@ -22,6 +22,7 @@ from loadtest.core.change import (
     central,
     judge_all,
 )
+from loadtest.measure.tools import latency_decimals
 from loadtest.report.flags import JIT_UNREAD, TWO_STATES, count_flags
 from loadtest.report.samples import ROUNDS
 
@@ -154,7 +155,7 @@ def leaderboards(rows: list[dict], limited_by, mark) -> list[tuple[str, list[lis
                 f"{row['rps_median']:,.0f}{mark(row)}",
                 interval,
                 limited_by(row),
-                f"{p99:.2f}" if p99 is not None else "-",
+                f"{p99:.{latency_decimals(row['tool'])}f}" if p99 is not None else "-",
                 str(row.get("errors_total") or 0),
                 flagged_rounds(row),
                 gap_of[(id(row), id(following))] if following else "-",

@@ -7,6 +7,7 @@ import html
 from pathlib import Path
 
 from loadtest.core.verdict import CAUSES
+from loadtest.measure.tools import latency_decimals
 from loadtest.report.chart_model import ordered_scenarios
 from loadtest.report.flags import JIT_UNREAD, flag_notes, row_flags
 from loadtest.report.interactive import OFFLINE_META, chart_div, scripts
@@ -123,9 +124,9 @@ def table_cells(row: dict) -> list[str]:
         limited_by(row),
         cv,
         share,
-        fmt(row["latency_p50_ms"], 2),
-        fmt(row["latency_p99_ms"], 2),
-        fmt(row["latency_max_ms"], 1),
+        fmt(row["latency_p50_ms"], latency_decimals(row["tool"])),
+        fmt(row["latency_p99_ms"], latency_decimals(row["tool"])),
+        fmt(row["latency_max_ms"], min(1, latency_decimals(row["tool"]))),
         fmt(row["errors_total"]),
         fmt(row["mb_per_s"], 2),
         fmt(row["header_bytes"]),

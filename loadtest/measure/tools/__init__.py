@@ -18,4 +18,11 @@ def get_tool(name: str) -> Tool:
         raise ToolError(f"unknown load tool {name!r}: use {', '.join(TOOLS)}") from None
 
 
-__all__ = ["HOST", "Executor", "LoadResult", "LoadSpec", "Tool", "ToolError", "TOOLS", "get_tool"]
+def latency_decimals(name: str) -> int:
+    """How many decimals a latency percentile of tool `name` carries (Tool's default for
+    a tool no longer listed)."""
+    return TOOLS.get(name, Tool).latency_decimals
+
+
+__all__ = ["HOST", "Executor", "LoadResult", "LoadSpec", "Tool", "ToolError", "TOOLS", "get_tool",
+           "latency_decimals"]  # fmt: skip

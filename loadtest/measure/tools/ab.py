@@ -23,6 +23,8 @@ class Ab(Tool):
     binary = "ab"
 
     version_flag = "-V"
+    # ab prints its percentiles in whole milliseconds ("  99%      9"): 9.00 would claim more.
+    latency_decimals = 0
 
     def version_text(self, output: str) -> str:
         line = first_line(output) or "ab"  # "This is ApacheBench, Version 2.3 <$Revision$>"

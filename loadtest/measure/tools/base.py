@@ -244,6 +244,8 @@ class Tool:
     name = ""
     binary = ""
     version_flag = "--version"
+    # Decimals a latency percentile of this tool carries, as the reports print it.
+    latency_decimals = 2
 
     def path(self) -> str | None:
         return shutil.which(self.binary)
