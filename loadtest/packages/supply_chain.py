@@ -101,6 +101,27 @@ def requirements_problems(path: Path) -> list[str]:
     return problems
 
 
+def package_key(name: str) -> str:
+    """A package's name as pip compares it: case, '_' and '.' do not count."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def framework_pin_problems(manifest: Manifest, files: list[Path]) -> list[str]:
+    """The manifest's framework_version against the version its lock files pin, where the
+    framework (its first word: 'uvloop' of 'uvloop + httptools') is a package of them."""
+    package = package_key(manifest.framework.split()[0])
+    for path in files:
+        for line in requirement_lines(path.read_text()):
+            match = REQUIREMENT.match(line)
+            if match and package_key(match["name"]) == package:
+                if match["version"] != manifest.framework_version:
+                    return [f"{manifest.name}/server.toml: framework_version "
+                            f"{manifest.framework_version!r}, but {shown(path)} pins "
+                            f"{match['name']}=={match['version']}"]  # fmt: skip
+                return []
+    return []
+
+
 def joined_lines(text: str) -> str:
     """Shell or Dockerfile text with backslash-newline continuations joined."""
     return re.sub(r"\\\n", " ", text)
@@ -161,6 +182,7 @@ def python_problems(manifest: Manifest) -> list[str]:
     problems = []
     for path in files:
         problems += requirements_problems(path)
+    problems += framework_pin_problems(manifest, files)
     for args in pip_installs(manifest.native["build"]):
         problems += pip_install_problems(args, f"{manifest.name}/server.toml build")
     dockerfile = folder / manifest.docker["dockerfile"]

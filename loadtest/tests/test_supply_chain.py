@@ -38,6 +38,24 @@ def test_python_stacks_have_hashed_requirements():
         assert (m.folder / "requirements.txt").is_file(), m.name
 
 
+def test_a_python_stacks_framework_version_is_the_one_its_lock_file_pins():
+    python = [m for m in load_all() if family_of(m.folder).name == "python"]
+    checked = [m for m in python if sc.framework_pin_problems(m, [m.folder / "requirements.txt"])
+               == [] and package_pinned(m)]  # fmt: skip
+    assert len(checked) >= 8, [m.name for m in checked]  # not vacuous: most name their package
+    sanic = next(m for m in python if m.name == "sanic")
+    wrong = dataclasses.replace(sanic, framework_version="9.9.9")
+    (problem,) = sc.framework_pin_problems(wrong, [sanic.folder / "requirements.txt"])
+    assert "framework_version '9.9.9', but servers/sanic/requirements.txt pins sanic==" in problem
+
+
+def package_pinned(manifest) -> bool:
+    package = sc.package_key(manifest.framework.split()[0])
+    text = (manifest.folder / "requirements.txt").read_text()
+    return any(sc.package_key(line.split("==")[0]) == package
+               for line in sc.requirement_lines(text) if "==" in line)  # fmt: skip
+
+
 def write(path: Path, text: str) -> Path:
     path.write_text(text)
     return path
