@@ -130,7 +130,9 @@ def caption(key: tuple, board: list[dict]) -> str:
     if cores is not None:
         parts.append(f"{cores} server core" + ("s" if cores != 1 else ""))
     sources = {r.get("rps_ci_source") for r in board if r.get("rps_ci_source")}
-    over = "rounds" if sources == {ROUNDS} else ", ".join(sorted(sources)) or "no interval"
+    if not sources:
+        return ", ".join(parts) + " (no interval: too few rounds or windows to bound it)"
+    over = "rounds" if sources == {ROUNDS} else ", ".join(sorted(sources))
     return ", ".join(parts) + f" (interval over {over})"
 
 

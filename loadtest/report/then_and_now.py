@@ -227,6 +227,9 @@ def claim_words(claim: Claim, difference: Difference) -> str:
     """The rule's verdict in a claim's words: a change is 'regression' or 'improvement'
     between two runs; against a claim it is a figure below or above what was claimed."""
     if not difference.is_change:
+        if claim.kind == "ratio":  # its sizes are shares of the claim, not of 1
+            return f"{difference.verdict} (against the claimed {claim.expected:g}x: " \
+                   f"{difference.detail})"
         return difference.text
     lower = difference.verdict == REGRESSION
     if claim.kind == "ratio":
