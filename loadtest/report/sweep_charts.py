@@ -91,10 +91,12 @@ def rps_vs_share(rows: list[dict], scenario: str, path: Path) -> Path | None:
                         label=label)  # fmt: skip
         ax.set_title(mine[0]["display_name"], fontsize=9)
         ax.set_xlabel("CPU quota (% of the server cores)")
-        ax.set_ylim(bottom=0)
         ax.grid(True, alpha=0.3)
         ax.yaxis.set_major_formatter(FuncFormatter(thousands))
         ax.legend(fontsize=7, loc="lower right")
+    # Once every panel is drawn: the panels share their y-axis, and a limit set on one
+    # stops it from growing for the panels drawn after it (their highest points cut off).
+    axes[0].set_ylim(bottom=0)
     axes[0].set_ylabel("requests/s (median)")
     fig.suptitle(f"Throughput against CPU quota, {scenario}, a line per core count "
                  f"({top} connections; faint: fewer)", fontsize=10)  # fmt: skip
