@@ -11,7 +11,6 @@ from loadtest.bench.results import RESULTS_FILE, read_records
 from loadtest.bench.run import Bench
 from loadtest.core.knobs import SCENARIOS
 from loadtest.report import generate
-from loadtest.report.chart_model import uncapped
 from loadtest.report.flags import flag_names
 from loadtest.report.gallery import write_index
 from loadtest.report.render import limited_by
@@ -56,10 +55,8 @@ def run_and_report(bench: Bench, dry_run: bool = False) -> int:
 
 def print_summary(bench: Bench) -> None:
     """Requests/s per stack and scenario at the highest connection level, ceiling last."""
-    rows = uncapped([
-        r for r in measurement_rows(read_records(bench.folder / RESULTS_FILE))
-        if not r["rate_spec"] and r["rps_median"]
-    ])  # fmt: skip
+    rows = [r for r in measurement_rows(read_records(bench.folder / RESULTS_FILE))
+            if not r["rate_spec"] and r["rps_median"]]  # fmt: skip
     if not rows:
         return
     scenarios = [s for s in SCENARIOS if any(r["scenario"] == s for r in rows)]
@@ -72,17 +69,30 @@ def print_summary(bench: Bench) -> None:
     table.add_column("stack")
     for scenario in scenarios:
         table.add_column(f"{scenario} c={top[scenario]}", justify="right")
-    stacks = sorted({r["stack"] for r in rows}, key=lambda s: (s == calibration.NAME, s))
-    for stack in stacks:
+    # One line per stack and setting: a quota or core sweep shows each capped stack.
+    sweeps_cores = len({r.get("server_cores") for r in rows}) > 1
+    settings = sorted({(r["stack"], r["cpu_quota"], r.get("server_cores")) for r in rows},
+                      key=lambda k: (k[0] == calibration.NAME, k[0], k[1] or 0, k[2] or 0))  # fmt: skip
+    for stack, quota, cores in settings:
+        mine = [r for r in rows if (r["stack"], r["cpu_quota"], r.get("server_cores"))
+                == (stack, quota, cores)]  # fmt: skip
         cells = []
         for scenario in scenarios:
-            row = next((r for r in rows if r["stack"] == stack and r["scenario"] == scenario
+            row = next((r for r in mine if r["scenario"] == scenario
                         and r["connections"] == top[scenario]), None)  # fmt: skip
             cell = f"{row['rps_median']:,.0f} {limited_by(row)}" if row else "-"
             cells.append(" ".join([cell, *flag_names(row)]) if row else cell)
-        name = next(r["display_name"] for r in rows if r["stack"] == stack)
-        table.add_row(escape(name), *cells)
+        table.add_row(escape(setting_name(mine[0], sweeps_cores)), *cells)
     bench.console.print(table)
+
+
+def setting_name(row: dict, with_cores: bool) -> str:
+    """'Go net/http (quota 0.25, 1 core)': the stack and the setting it ran at (its cores
+    only `with_cores`, in a run that sweeps them)."""
+    parts = [f"quota {row['cpu_quota']:g}"] if row["cpu_quota"] is not None else []
+    cores = row.get("server_cores")
+    parts += [f"{cores} core{'s' if cores != 1 else ''}"] if with_cores and cores else []
+    return row["display_name"] + (f" ({', '.join(parts)})" if parts else "")
 
 
 def list_failed(bench: Bench) -> None:
