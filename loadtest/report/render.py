@@ -351,6 +351,7 @@ table { border-collapse: collapse; font-size: 12px; margin: .8em 0; }
 th, td { border: 1px solid #ddd; padding: 3px 6px; text-align: right; white-space: nowrap; }
 th { background: #f4f4f4; } td:first-child, th:first-child { text-align: left; }
 td.flags { text-align: left; color: #a05a00; }
+td.flags, td:last-child { white-space: normal; min-width: 14em; text-align: left; }
 tr.ceiling td { background: #f7f7f7; font-style: italic; }
 .facts td { text-align: left; white-space: normal; }
 .note { background: #fff8e6; border-left: 4px solid #f0b400; padding: .5em 1em; margin: .6em 0; }
@@ -373,7 +374,8 @@ def _html_tables(heading: str, note: str, tables: list, head: list[str], classes
     section = [f"<h2>{html.escape(heading)}</h2>", f"<p>{html.escape(note)}</p>"]
     for caption, cells in tables:
         section.append(f"<h3>{html.escape(caption)}</h3>")
-        section.append(_html_table(head, cells, classes(cells) if classes else None))
+        flag_col = head.index("flagged rounds") if "flagged rounds" in head else None
+        section.append(_html_table(head, cells, classes(cells) if classes else None, flag_col))
     return section
 
 
