@@ -27,7 +27,8 @@ from loadtest.report.flags import JIT_UNREAD, TWO_STATES, count_flags
 from loadtest.report.samples import ROUNDS
 
 LEADERBOARD_HEAD = ["#", "stack", "req/s (geometric mean)", "req/s (median)", "95% interval",
-                    "limited by", "p99 ms", "errors", "flagged rounds", "gap to next"]  # fmt: skip
+                    "limited by", "p99 ms (rounds' range)", "errors", "flagged rounds",
+                    "gap to next"]  # fmt: skip
 LEADERBOARD_NOTE = (
     "Ranked by the geometric mean of the rounds' requests/s (closed loop), the figure the gap "
     "tests, or by the median where there is one round. The median is shown beside it: where "
@@ -149,7 +150,7 @@ def leaderboards(rows: list[dict], limited_by, mark) -> list[tuple[str, list[lis
             following = stacks[place] if not row["ceiling"] and place < len(stacks) else None
             interval = (f"{row['rps_ci_low']:,.0f} - {row['rps_ci_high']:,.0f}"
                         if row.get("rps_ci_low") is not None else "-")  # fmt: skip
-            p99, mean = row.get("latency_p99_ms"), rounds_mean(row)
+            mean = rounds_mean(row)
             cells.append([
                 "-" if row["ceiling"] else str(place),
                 row.get("display_name") or row["stack"],
@@ -157,13 +158,26 @@ def leaderboards(rows: list[dict], limited_by, mark) -> list[tuple[str, list[lis
                 f"{row['rps_median']:,.0f}{mark(row)}",
                 interval,
                 limited_by(row),
-                f"{p99:.{latency_decimals(row['tool'])}f}" if p99 is not None else "-",
+                p99_text(row),
                 str(row.get("errors_total") or 0),
                 flagged_rounds(row),
                 gap_of[(id(row), id(following))] if following else "-",
             ])  # fmt: skip
         tables.append((caption(key, board), cells))
     return tables
+
+
+def p99_text(row: dict) -> str:
+    """'18 (17 - 20)': the median p99 of the rounds and, with two or more, their range,
+    to the decimals the tool measures."""
+    digits = latency_decimals(row["tool"])
+    value, low, high = (row.get(f"latency_{key}_ms") for key in ("p99", "p99_min", "p99_max"))
+    if value is None:
+        return "-"
+    text = f"{value:,.{digits}f}"
+    if low is None or high is None or low == high:
+        return text
+    return f"{text} ({low:,.{digits}f} - {high:,.{digits}f})"
 
 
 def flagged_rounds(row: dict) -> str:

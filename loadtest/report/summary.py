@@ -41,6 +41,7 @@ COLUMNS = [
     "rps_ci_low", "rps_ci_high", "rps_ci_source", "rps_ci_note", "rps_per_cpu_s",
     "rss_per_1k_conn_mb",
     *[f"latency_{k.replace('.', '_')}_ms" for k in LATENCY_KEYS],
+    "latency_p99_min_ms", "latency_p99_max_ms",
     "requests", *[f"errors_{kind}" for kind in ERROR_KINDS], "errors_total", "error_rate",
     "mb_per_s", "bytes_per_response", "header_bytes", "body_bytes", "server_header",
     "server_cpu_mean_pct", "server_cpu_peak_pct", "rss_peak_mb",
@@ -69,6 +70,11 @@ def _median(values):
 def _max(values):
     data = [v for v in values if v is not None]
     return max(data) if data else None
+
+
+def _min(values):
+    data = [v for v in values if v is not None]
+    return min(data) if data else None
 
 
 def _round(value, digits=3):
@@ -138,6 +144,11 @@ def aggregate(group: list[dict], drifted: dict[tuple, dict] | None = None) -> di
         values = [r["latency_ms"].get(key) for r in results]
         value = _max(values) if key == "max" else _median(values)
         row[f"latency_{key.replace('.', '_')}_ms"] = _round(value, 3)
+    # The p99's spread over the rounds, beside its median: a tail moves more than a rate.
+    p99s = [r["latency_ms"].get("p99") for r in results]
+    spread = len(results) > 1
+    row["latency_p99_min_ms"] = _round(_min(p99s), 3) if spread else None
+    row["latency_p99_max_ms"] = _round(_max(p99s), 3) if spread else None
     errors = {kind: sum(r["result"]["errors"].get(kind, 0) for r in group) for kind in ERROR_KINDS}
     requests = sum(r["result"]["requests"] for r in group)
     total_errors = sum(errors.values())
