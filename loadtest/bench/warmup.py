@@ -41,6 +41,12 @@ class Loaded:
         self.compiler = None
 
 
+def warmup_tool(measured_by: set[str]) -> str:
+    """The tool that warms a scenario up: wrk (keep-alive, whatever tool measures), but
+    h2load for h2load's cases: the same protocol, TLS sessions and headers."""
+    return "h2load" if measured_by == {"h2load"} else "wrk"
+
+
 def warm_up(
     context: RunContext, loaded: Loaded, server, instance: Instance, scenario: str
 ) -> steady.WarmUp | None:
@@ -48,9 +54,7 @@ def warm_up(
     caches, pools): one-second windows, at most WARMUP seconds (measure/steady.py)."""
     if context.knobs.warmup <= 0:
         return None
-    # h2load cases warm up with h2load: the same protocol, TLS sessions and headers.
-    measured_by = {c.tool for c in instance.cases if c.scenario == scenario}
-    tool = "h2load" if measured_by == {"h2load"} else "wrk"
+    tool = warmup_tool({c.tool for c in instance.cases if c.scenario == scenario})
     case = Case(instance.stack, instance.quota, scenario,
                 plan.warmup_connections(instance, scenario), tool, "",
                 instance.repetition, "warmup", instance.cores)  # fmt: skip

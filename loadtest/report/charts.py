@@ -10,8 +10,9 @@ import statistics
 from collections import defaultdict
 from pathlib import Path
 
-from matplotlib.ticker import FuncFormatter
+from matplotlib.ticker import FuncFormatter, MaxNLocator
 
+from loadtest.bench.warmup import warmup_tool
 from loadtest.core.verdict import STEADY_MIN_WINDOWS, STEADY_TOLERANCE
 from loadtest.report.chart_model import (CEILING_STACK, Figure, closed_rows, ordered_scenarios,
                                          rps_interval, search_steps, slo_objective, stack_colors,
@@ -117,7 +118,8 @@ def latency_cdf(
         if open_loop
         else data[0]["tool"]
     )
-    ax.set_title(f"Latency distribution, {scenario}, {top} connections ({what})")
+    ax.set_title(f"Latency distribution, {scenario}, {top} connections ({what}; "
+                 "each percentile the median of the rounds)")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
     return save(fig, path, note)
@@ -256,13 +258,18 @@ def warmup_curves(records: list[dict], scenario: str, path: Path) -> Path | None
         ax.plot(range(1, len(curve) + 1), curve, marker="o", markersize=3,
                 label=names[stack], **style)  # fmt: skip
     ax.set_xlabel("warm-up window (1 s each)")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_ylabel("requests/s")
     ax.yaxis.set_major_formatter(FuncFormatter(thousands))
-    ax.set_title(f"warm-up until steady, {scenario} "
+    tool = warmup_tool({r["tool"] for r in records
+                        if r.get("kind") == "measurement" and r["scenario"] == scenario})  # fmt: skip
+    ax.set_title(f"warm-up until steady, {scenario}, with {tool} "
                  f"({STEADY_MIN_WINDOWS} windows within {STEADY_TOLERANCE:.0%})")
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=7, ncol=2)
-    return save(fig, path, "a JIT (JVM, PyPy) climbs for several windows; others settle in two")
+    return save(fig, path, "a JIT (JVM, PyPy) climbs for several windows; others settle in two. "
+                "The warm-up tool keeps its connections alive: its rate is not the measuring "
+                "tool's")
 
 
 def efficiency(figure: Figure, path: Path) -> Path:
