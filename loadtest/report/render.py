@@ -367,16 +367,24 @@ def _img(path: Path) -> str:
     return f'<img alt="{html.escape(path.stem)}" src="data:image/png;base64,{data}">'
 
 
+# A section of more captioned tables than this shows the first ones and folds the rest.
+OPEN_TABLES = 6
+
+
 def _html_tables(heading: str, note: str, tables: list, head: list[str], classes=None) -> list[str]:
     """A section of captioned tables under one heading and note; nothing when there is none.
     `classes(cells)` gives each row's CSS class."""
     if not tables:
         return []
     section = [f"<h2>{html.escape(heading)}</h2>", f"<p>{html.escape(note)}</p>"]
-    for caption, cells in tables:
-        section.append(f"<h3>{html.escape(caption)}</h3>")
-        flag_col = head.index("flagged rounds") if "flagged rounds" in head else None
-        section.append(_html_table(head, cells, classes(cells) if classes else None, flag_col))
+    flag_col = head.index("flagged rounds") if "flagged rounds" in head else None
+    for number, (caption, cells) in enumerate(tables):
+        table = (f"<h3>{html.escape(caption)}</h3>"
+                 + _html_table(head, cells, classes(cells) if classes else None, flag_col))  # fmt: skip
+        if len(tables) > OPEN_TABLES and number >= OPEN_TABLES:
+            # A sweep's many tables fold, so that its charts are not pages away.
+            table = (f"<details><summary>{html.escape(caption)}</summary>{table}</details>")
+        section.append(table)
     return section
 
 

@@ -8,6 +8,7 @@ import shutil
 
 import pytest
 
+from loadtest import report
 from loadtest.core.manifest import REPO_ROOT
 from loadtest.report.committed import KEPT_TEXT, committed_runs, is_ab_run, write_again
 from loadtest.report.run_rounds import MEASUREMENTS_DIR
@@ -39,3 +40,15 @@ def test_a_changed_figure_is_caught(tmp_path):
     (copy / "results.jsonl").write_text(records)
     written = write_again(copy, MEASUREMENTS_DIR, str(folder.relative_to(REPO_ROOT)))
     assert any(path.read_text() != (folder / path.name).read_text() for path in written)
+
+
+def test_make_report_on_a_committed_run_draws_beside_it_and_keeps_its_text(tmp_path, monkeypatch):
+    folder = MEASUREMENTS_DIR / "20261128-130814-smoke"
+    root = tmp_path / "measurements"
+    copy = root / folder.name
+    shutil.copytree(folder, copy)
+    monkeypatch.setattr(report, "MEASUREMENTS_DIR", root)
+    written = report.generate(copy, leave_out_flagged=True)  # FLAGGED=leave-out, even
+    assert (copy / "report.html") in written and (copy / "charts").is_dir()
+    for name in ("summary.csv", "summary.md"):
+        assert (copy / name).read_bytes() == (folder / name).read_bytes(), name
