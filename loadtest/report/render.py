@@ -289,6 +289,11 @@ def boards(rows: list[dict]) -> list[tuple[str, list[list[str]]]]:
     return leaderboards(rows, limited_by, figure_mark)
 
 
+def report_run(run: dict) -> str:
+    """What `make report RUN=` takes to write this run's pages again."""
+    return run.get("_report_run", run.get("run_id", ""))
+
+
 def markdown(rows: list[dict], outcomes: dict, run: dict,
              charts: dict[str, list[Path]] | None) -> str:  # fmt: skip
     """summary.md; `charts` None: not drawn (a committed run keeps its text alone), and
@@ -296,7 +301,7 @@ def markdown(rows: list[dict], outcomes: dict, run: dict,
     out = [f"# serverlab results: {run.get('run_id', '')}", ""]
     if charts is None:
         out += [f"Charts are not kept with this copy of the run: `make report "
-                f"RUN={run.get('_report_run', run.get('run_id', ''))}` draws them.", ""]
+                f"RUN={report_run(run)}` draws them.", ""]
         charts = {}
     ranked = boards(rows)
     if ranked:
@@ -379,8 +384,8 @@ def _html_tables(heading: str, note: str, tables: list, head: list[str], classes
     section = [f"<h2>{html.escape(heading)}</h2>", f"<p>{html.escape(note)}</p>"]
     flag_col = head.index("flagged rounds") if "flagged rounds" in head else None
     for number, (caption, cells) in enumerate(tables):
-        table = (f"<h3>{html.escape(caption)}</h3>"
-                 + _html_table(head, cells, classes(cells) if classes else None, flag_col))  # fmt: skip
+        row_classes = classes(cells) if classes else None
+        table = f"<h3>{html.escape(caption)}</h3>" + _html_table(head, cells, row_classes, flag_col)
         if len(tables) > OPEN_TABLES and number >= OPEN_TABLES:
             # A sweep's many tables fold, so that its charts are not pages away.
             table = (f"<details><summary>{html.escape(caption)}</summary>{table}</details>")
@@ -460,7 +465,7 @@ def html_report(rows: list[dict], outcomes: dict, run: dict, charts: dict[str, l
         body.append(_html_table(
             ["stack", "language", "framework", "runtime (image)", "runtime (native)", "concurrency"],
             stacks))  # fmt: skip
-    again = run.get("_report_run", run.get("run_id", ""))
+    again = report_run(run)
     raw = "raw tool outputs are in <code>raw/</code>, " if run.get("_has_raw", True) else ""
     body.append(f"<p>Regenerate with <code>make report RUN={html.escape(again)}</code>; {raw}"
                 "every measurement is in <code>results.jsonl</code>, provenance in "

@@ -71,11 +71,12 @@ def print_summary(bench: Bench) -> None:
         table.add_column(f"{scenario} c={top[scenario]}", justify="right")
     # One line per stack and setting: a quota or core sweep shows each capped stack.
     sweeps_cores = len({r.get("server_cores") for r in rows}) > 1
-    settings = sorted({(r["stack"], r["cpu_quota"], r.get("server_cores")) for r in rows},
-                      key=lambda k: (k[0] == calibration.NAME, k[0], k[1] or 0, k[2] or 0))  # fmt: skip
-    for stack, quota, cores in settings:
-        mine = [r for r in rows if (r["stack"], r["cpu_quota"], r.get("server_cores"))
-                == (stack, quota, cores)]  # fmt: skip
+    settings: dict[tuple, list[dict]] = {}
+    for r in rows:
+        settings.setdefault((r["stack"], r["cpu_quota"], r.get("server_cores")), []).append(r)
+    order = sorted(settings, key=lambda k: (k[0] == calibration.NAME, k[0], k[1] or 0, k[2] or 0))
+    for key in order:
+        mine = settings[key]
         cells = []
         for scenario in scenarios:
             row = next((r for r in mine if r["scenario"] == scenario
