@@ -12,14 +12,21 @@ spreads connections over them. The supervisor:
 
 - forks ``workers`` children that each run ``serve()``;
 - on SIGTERM or SIGINT it sends each child the server's own graceful-stop
-  signal, waits up to ``grace`` seconds, SIGKILLs what is left and exits 0;
+  signal and waits up to ``grace`` seconds; it exits 0 when every child has
+  stopped, or SIGKILLs what is left and exits 1 (a worker that outlives its
+  graceful stop did not stop cleanly);
 - a child that exits on its own is restarted, unless it says it cannot serve
   (exit code :data:`EXIT_CANNOT_SERVE`, for example because it cannot bind
   its socket: the whole server stops with that code) or dies within
   ``boot_time`` seconds of starting (it presumably cannot serve either: the
   whole server stops with status 1 instead of restarting it in a loop).
 
-The parent serves nothing; it waits in ``os.wait()`` and costs no CPU.
+The parent serves nothing and costs no CPU. It installs no signal handler:
+it keeps the signals it acts on blocked and takes them one at a time with
+``sigwaitinfo``. A handler could lose one: a signal that lands after
+Python's last check for signals and before a blocking ``os.wait()`` is
+handled only when some child exits, and a SIGTERM then hangs the stop
+(docs/measurements/prefork-lost-signal.md).
 """
 
 from __future__ import annotations
@@ -34,6 +41,8 @@ from typing import Callable, Dict, Tuple
 from .config import Config
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+# Every signal the parent acts on: a stop, a child's exit, the end of the grace period.
+SUPERVISED_SIGNALS = (*STOP_SIGNALS, signal.SIGCHLD, signal.SIGALRM)
 DEFAULT_GRACE_S = 10.0
 DEFAULT_BOOT_TIME_S = 1.0
 EXIT_WORKER_FAILED = 1
@@ -102,7 +111,7 @@ class Supervisor:
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
             signal.signal(signal.SIGINT, signal.default_int_handler)
             signal.signal(signal.SIGALRM, signal.SIG_DFL)
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, SUPERVISED_SIGNALS)
             self.serve()
         except KeyboardInterrupt:
             pass  # the graceful stop of servers that raise it (bjoern)
@@ -131,7 +140,7 @@ class Supervisor:
             except ProcessLookupError:
                 pass
 
-    def _on_stop(self, signum: int, frame: object = None) -> None:
+    def _on_stop(self) -> None:
         if self.stopping:
             # A second SIGTERM/SIGINT: stop waiting for a graceful end.
             self._signal_children(signal.SIGKILL)
@@ -140,12 +149,13 @@ class Supervisor:
         self._signal_children(self.stop_signal)
         signal.setitimer(signal.ITIMER_REAL, self.grace)
 
-    def _on_grace_over(self, signum: int, frame: object = None) -> None:
+    def _on_grace_over(self) -> None:
         if self.children:
             _log(
                 self.name,
                 f"{len(self.children)} worker(s) still busy after {self.grace:g} s; killing them",
             )
+            self.exit_code = self.exit_code or EXIT_WORKER_FAILED
             self._signal_children(signal.SIGKILL)
 
     def _reap(self, pid: int, status: int) -> None:
@@ -165,40 +175,49 @@ class Supervisor:
         if code == EXIT_CANNOT_SERVE:
             _log(self.name, "a worker cannot serve; stopping")
             self.exit_code = EXIT_CANNOT_SERVE
-            self._on_stop(signal.SIGTERM)
+            self._on_stop()
             return
         if time.monotonic() - started < self.boot_time:
             _log(self.name, "a worker failed at start-up; stopping")
             self.exit_code = EXIT_WORKER_FAILED
-            self._on_stop(signal.SIGTERM)
+            self._on_stop()
             return
-        signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
-        try:
-            self._spawn(number)
-        finally:
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+        self._spawn(number)
+
+    def _reap_exited(self) -> None:
+        """Reap every child that has exited (one SIGCHLD may stand for several)."""
+        while self.children:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            if pid in self.children:
+                self._reap(pid, status)
 
     def run(self) -> int:
         """Fork the workers and supervise them until they are all gone; the exit code."""
-        # Block the stop signals while forking so that none arrives half-way;
-        # they are delivered to the forwarding handler once it is installed.
-        signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+        # Blocked, a signal waits until sigwaitinfo takes it, whenever it comes:
+        # none is lost between a check and a wait, none arrives half-way through a
+        # fork, and each child unblocks them for itself.
+        blocked_before = signal.pthread_sigmask(signal.SIG_BLOCK, SUPERVISED_SIGNALS)
         try:
             for number in range(self.workers):
                 self._spawn(number)
-            for signum in STOP_SIGNALS:
-                signal.signal(signum, self._on_stop)
-            signal.signal(signal.SIGALRM, self._on_grace_over)
+            while True:
+                self._reap_exited()
+                if not self.children:
+                    break
+                signum = signal.sigwaitinfo(SUPERVISED_SIGNALS).si_signo
+                if signum in STOP_SIGNALS:
+                    self._on_stop()
+                elif signum == signal.SIGALRM:
+                    self._on_grace_over()
+                # SIGCHLD: the next _reap_exited() finds the child.
         finally:
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
-        while self.children:
-            try:
-                pid, status = os.wait()  # retried by Python after each signal handler
-            except ChildProcessError:
-                break
-            if pid in self.children:
-                self._reap(pid, status)
-        signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked_before)
         return self.exit_code
 
 
