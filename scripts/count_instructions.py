@@ -85,10 +85,16 @@ CODE_LINE = "# counted code: "
 # method-not-allowed counted 1.2% fewer with 40 bytes more of it;
 # docs/measurements/instruction-counts.md). Each program adds its own variables.
 STEP_ENVIRONMENT = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
+
 TOTALS = re.compile(r"^(?:summary|totals): (\d+)", re.MULTILINE)
 # callgrind.out.<dump>-<thread>; the dumps at exit have no dump number.
 DUMP_NAME = re.compile(r"\.(\d+)-(\d+)$")
 STEPS_PER_CASE = 3  # warm-up, no request, N requests
+
+
+def step_environment(own: dict[str, str] | None = None) -> dict[str, str]:
+    """STEP_ENVIRONMENT and then a program's own variables (their order places them too)."""
+    return {**STEP_ENVIRONMENT, **(own or {})}
 
 
 @dataclass
@@ -114,7 +120,7 @@ def callgrind_steps(command: List[str], marker: str, cwd: Path = REPO_ROOT,
         wrapped = [valgrind, "--tool=callgrind", f"--callgrind-out-file={out}",
                    "--separate-threads=yes", f"--dump-before={marker}", *command]  # fmt: skip
         ran = subprocess.run(wrapped, capture_output=True, text=True, cwd=cwd,
-                             env=dict(STEP_ENVIRONMENT, **(env or {})))  # fmt: skip
+                             env=step_environment(env))  # fmt: skip
         if ran.returncode != 0:
             raise RuntimeError(f"{' '.join(command)} failed under callgrind:\n{ran.stderr[-2000:]}")
         dumps = sorted((int(m.group(1)), path) for path in Path(folder).iterdir()
@@ -182,7 +188,7 @@ def python_programs() -> List[StepProgram]:
         # Compiling from source allocates on the way, and a folder's listing is kept by the
         # import system: either moves the allocator's pools (up to 1% on a route).
         subprocess.run([*program.command, "--calls", "1"], capture_output=True, check=True,
-                       env=dict(STEP_ENVIRONMENT, **program.env))  # fmt: skip
+                       env=step_environment(program.env))  # fmt: skip
         programs.append(program)
     return programs
 
