@@ -36,6 +36,14 @@ NOISY_NOTE = (
     "or client cores during the measurement: the host was shared. With the priority raised "
     "they mostly used idle time, but such figures spread more; publish numbers from a quiet host."
 )
+CEILING_SHARE_NOTE = (
+    "% ceiling: the stack's median requests/s as a share of the nginx ceiling's, same "
+    "scenario, connections and tool. The ceiling runs without a CPU quota whatever the "
+    "stack's: it is what this host and load tool can carry, so a capped stack far below it "
+    "was held by its quota or its own cost, not by the harness; near 100%, the harness may "
+    "have set the figure. 'above: ceiling invalid': the stack outran the ceiling, which then "
+    "bounds nothing."
+)
 TTFB_NOTE = (
     "TTFB: time to first byte of a new visitor, measured after each case on the idle server "
     "with fresh connections one after another: TCP connect, a full TLS handshake (no "
@@ -271,6 +279,8 @@ def md_table(head: list[str], rows: list[list[str]]) -> str:
 def extra_notes(rows: list[dict]) -> list[str]:
     """Notes that apply only when the run has such measurements."""
     notes = []
+    if any(r.get("share_of_ceiling") for r in rows):
+        notes.append(CEILING_SHARE_NOTE)
     if any(r.get("ttfb_p50_ms") is not None for r in rows):
         notes.append(TTFB_NOTE)
     if any(r.get("shared_cores") for r in rows):

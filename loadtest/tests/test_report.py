@@ -190,6 +190,20 @@ def test_a_stack_faster_than_the_ceiling_makes_the_ceiling_invalid_not_a_ratio_b
     assert [r["stack"] for r in beaten] == [stack["stack"]]
 
 
+def test_the_ceiling_share_is_explained_where_it_is_shown_and_only_there(tmp_path):
+    records = (RUN_FIXTURE / "results.jsonl").read_text().splitlines()
+    without = [line for line in records if not json.loads(line).get("ceiling")]
+    for name, lines in (("with", records), ("without", without)):
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "results.jsonl").write_text("\n".join(lines) + "\n")
+        shutil.copy(RUN_FIXTURE / "run.json", folder / "run.json")
+        generate(folder, drawn=False)
+    shown = (tmp_path / "with" / "summary.md").read_text()
+    assert "% ceiling: the stack's median" in shown and "without a CPU quota" in shown
+    assert "% ceiling:" not in (tmp_path / "without" / "summary.md").read_text()
+
+
 @pytest.mark.skipif(CHROMIUM is None, reason=MISSING)
 def test_the_browser_probe_sees_a_fetch_a_script_error_and_an_undrawn_chart(tmp_path):
     """The same probe on a page that breaks each rule: it must not pass such a page."""
