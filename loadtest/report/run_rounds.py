@@ -141,6 +141,8 @@ class CommittedRun:
             values = [READERS[metric](r) for r in found]
             kept = [(v, r.get("_flags", [])) for v, r in zip(values, found, strict=True)
                     if v is not None]  # fmt: skip
+            if not kept:
+                return Rounds([], [], f"no {metric} in its records")
             return Rounds([v for v, _ in kept], [f for _, f in kept])
         return summary_rounds(found[0], metric)
 

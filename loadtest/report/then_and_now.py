@@ -22,6 +22,11 @@ DRIFTED, STALL, UNEVEN, RECONNECTS; the rounds `FLAGGED=leave-out` leaves out) i
 "cannot tell", naming the flag, whatever the rule would say (the bytes of an
 answer excepted: no flag's cause changes them). A claim holds when
 every comparison holds, does not hold when any does not, and else cannot tell.
+
+A claim may read again the figures an earlier claim read: in a closed loop the mean
+latency is the connections over the requests/s (Little's law) and MB/s the requests/s
+times the bytes of an answer. Such a claim is judged like any other and says which
+claims it re-reads, so that one measurement is not counted as several findings.
 """
 
 from __future__ import annotations
@@ -44,6 +49,8 @@ from loadtest.report.run_rounds import COUNT_METRICS, EXACT_METRICS, CommittedRu
 
 HOLDS, FAILS, UNDECIDED = "holds", "does not hold", "cannot tell"
 VERDICTS = (HOLDS, FAILS, UNDECIDED)
+# The figures a closed loop ties to requests/s (module docstring).
+READ_AS_REQUESTS = frozenset({"rps", "latency_mean_ms", "mb_per_s"})
 
 
 @dataclass
@@ -75,6 +82,7 @@ class Judged:
     run: str  # the run folder's name
     comparisons: list[Comparison]
     verdict: str = UNDECIDED
+    rereads: tuple[Claim, ...] = ()  # the earlier claims that read first all this one reads
 
     @property
     def reasons(self) -> list[str]:
@@ -151,7 +159,28 @@ def judge_experiment(experiment: Experiment, runs: dict[str, CommittedRun]) -> l
         for comparison in item.comparisons:
             overrule_flagged(item.claim, comparison)
         item.verdict = combined([c.verdict for c in item.comparisons])
+    mark_rereads(judged, runs)
     return judged
+
+
+def figures_read(item: Judged, closed_loop: bool) -> frozenset[tuple]:
+    """Each comparison's figures: the run, the measurement, the settings of both sides."""
+    metric = item.claim.metric
+    if closed_loop and metric in READ_AS_REQUESTS:
+        metric = "rps"
+    return frozenset((item.run, metric, frozenset(s for s in (c.a, c.b) if s is not None))
+                     for c in item.comparisons)  # fmt: skip
+
+
+def mark_rereads(judged: list[Judged], runs: dict[str, CommittedRun]) -> None:
+    """Name, on each claim that reads only figures earlier claims read, those claims."""
+    earlier: list[tuple[Judged, frozenset[tuple]]] = []
+    for item in judged:
+        read = figures_read(item, closed_loop=not runs[item.claim.run].knobs.get("rate"))
+        before = [(other, theirs & read) for other, theirs in earlier if theirs & read]
+        if read and read <= frozenset().union(*(shared for _, shared in before)):
+            item.rereads = tuple(other.claim for other, _ in before if not other.rereads)
+        earlier.append((item, read))
 
 
 def decide_without_rule(claim: Claim, comparison: Comparison) -> bool:
@@ -278,6 +307,11 @@ def combined(verdicts: list[str]) -> str:
     if verdicts and all(v == HOLDS for v in verdicts):
         return HOLDS
     return FAILS if FAILS in verdicts else UNDECIDED
+
+
+def own_figures(judged: list[Judged]) -> list[Judged]:
+    """The claims that read a figure no earlier claim read."""
+    return [item for item in judged if not item.rereads]
 
 
 def counts(judged: list[Judged]) -> dict[str, int]:

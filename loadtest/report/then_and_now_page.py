@@ -28,6 +28,7 @@ from loadtest.report.then_and_now import (
     counts,
     figure,
     judge_experiment,
+    own_figures,
 )
 
 PAGE = REPO_ROOT / "docs" / "measurements" / "then-and-now.md"
@@ -150,12 +151,21 @@ def why_summary(item: Judged, link: str) -> str:
     return f"{text}; each comparison in [the handout]({link})"
 
 
+def reread_text(item: Judged, handout: str) -> str:
+    """'Reads again the figures of <claim>.' for a claim that adds no figure of its own."""
+    if not item.rereads:
+        return ""
+    links = ", ".join(f"[{cell(c.title)}]({handout}#{c.id})" for c in item.rereads)
+    return f"Reads again the figures of {links}."
+
+
 def claim_row(item: Judged, handout: str) -> str:
     claim = item.claim
     link = f"{handout}#{claim.id}"
     full = len(item.comparisons) <= SHOWN_IN_FULL
     now = now_text(item) if full else now_summary(item)
     why = why_text(item) if full else why_summary(item, link)
+    why = "<br>".join(filter(None, (reread_text(item, handout), why)))
     title = f"[{cell(claim.title)}]({link})"
     return (f"| {title} (`{claim.source}`) | {cell(claim.then)} | {now} (`{item.run}`) | "
             f"{MARKS[item.verdict]} | {why} |")  # fmt: skip
@@ -176,10 +186,19 @@ def run_line(key: str, run: CommittedRun) -> str:
     return text + "."
 
 
-def count_line(judged: list[Judged], untestable: int) -> str:
+def verdict_counts(judged: list[Judged]) -> str:
     found = counts(judged)
-    parts = ", ".join(f"{found[v]} {v}" for v in VERDICTS)
-    return f"{len(judged)} claims tested: {parts}; {untestable} not testable here."
+    return ", ".join(f"{found[v]} {v}" for v in VERDICTS)
+
+
+def count_line(judged: list[Judged], untestable: int) -> str:
+    line = f"{len(judged)} claims tested: {verdict_counts(judged)}; {untestable} not testable here."
+    own = own_figures(judged)
+    if len(own) < len(judged):
+        line += (f" {len(judged) - len(own)} of the {len(judged)} read again the figures of an "
+                 f"earlier claim (a closed loop ties mean latency and MB/s to requests/s); "
+                 f"the {len(own)} with figures of their own: {verdict_counts(own)}.")
+    return line
 
 
 def experiment_section(judgement: Judgement, page_dir: Path) -> str:
@@ -254,7 +273,8 @@ def claim_section(number: int, item: Judged) -> list[str]:
     out += ["| | |", "| --- | --- |", f"| figure then | {cell(claim.then)} |",
             f"| figure now (`{item.run}`) | {now} |", f"| verdict | {MARKS[item.verdict]} |",
             f"| by the rule | {why} |", ""]  # fmt: skip
-    return out + ([claim.why, ""] if claim.why else [])
+    reread = reread_text(item, "")
+    return out + ([reread, ""] if reread else []) + ([claim.why, ""] if claim.why else [])
 
 
 def write_all(judgements: list[Judgement]) -> list[Path]:

@@ -22,6 +22,8 @@ from loadtest.report.then_and_now_page import (
     HANDOUTS,
     PAGE,
     TEMPLATE,
+    claim_row,
+    count_line,
     handout,
     handout_path,
     judge_all_experiments,
@@ -250,3 +252,64 @@ def test_the_bytes_of_an_answer_are_read_from_flagged_rounds(tmp_path):
     records = rounds_of("a", [1000, 1000, 1000], client_bound=True)
     [judged] = made_up(tmp_path, claim, records)
     assert judged.verdict == HOLDS, judged.reasons
+
+
+TIED = """
+experiment = "tied"
+title = "tied"
+[runs]
+run = "tied-run"
+[[claim]]
+id = "faster"
+title = "a serves more than b"
+{common}
+kind = "greater"
+[[claim]]
+id = "quicker"
+title = "a answers sooner than b"
+{common}
+kind = "less"
+metric = "latency_mean_ms"
+[[claim]]
+id = "tail"
+title = "a's tail below b's"
+{common}
+kind = "less"
+metric = "latency_p95_ms"
+"""
+TIED_COMMON = """source = "none.txt"
+words = "-"
+then = "-"
+run = "run"
+a = "a"
+b = "b"
+scenario = "hello"
+connections = 10"""
+
+
+def tied(tmp_path: Path, knobs: dict) -> list:
+    folder = tmp_path / "tied-run"
+    folder.mkdir(parents=True)
+    (folder / "run.json").write_text(json.dumps({"knobs": knobs}))
+    records = rounds_of("a", [2000, 2050, 1980]) + rounds_of("b", [1000, 1020, 990])
+    (folder / RESULTS_FILE).write_text("".join(json.dumps(r) + "\n" for r in records))
+    claim_file = tmp_path / "tied.toml"
+    claim_file.write_text(TIED.format(common=TIED_COMMON))
+    return judge_experiment(load(claim_file), {"run": open_run("tied-run", tmp_path)})
+
+
+def test_a_closed_loops_mean_latency_claim_reads_the_throughput_again(tmp_path):
+    faster, quicker, tail = tied(tmp_path / "closed", {})
+    assert (faster.rereads, tail.rereads) == ((), ())  # p95 is not tied to requests/s
+    assert [c.id for c in quicker.rereads] == ["faster"]
+    assert quicker.verdict == faster.verdict == HOLDS  # judged all the same
+    assert "no latency_p95_ms in its records" in tail.reasons[0]
+    line = count_line([faster, quicker, tail], 0)
+    assert "1 of the 3 read again the figures of an earlier claim" in line
+    assert "the 2 with figures of their own" in line
+    assert "Reads again the figures of [a serves more than b](h.md#faster)" in claim_row(
+        quicker, "h.md"
+    )
+    # Open loop: the offered rate sets requests/s, and the latency is a figure of its own.
+    assert all(not item.rereads for item in tied(tmp_path / "open", {"rate": ["1000"]}))
+    assert "read again" not in count_line(tied(tmp_path / "open2", {"rate": ["1000"]}), 0)
