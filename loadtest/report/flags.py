@@ -84,8 +84,9 @@ TWO_STATES = "TWO-STATES"
 TWO_STATES_NOTE = (
     f"{TWO_STATES} marks a case whose rounds fell into two groups far apart, each tight (a step "
     f"of {STATE_GAP - 1:.0%} or more between them, three times the wider group's own range): "
-    "two states of the stack or of the host, not one figure with noise. Its median is one of "
-    "them or neither; both are given, and a comparison of the case says so. "
+    "two states of the stack or of the host, or, where one group is a single round, one "
+    "round far from the rest, which a few rounds cannot tell from a second state. Its median "
+    "is one of them or neither; both are given, and a comparison of the case says so. "
     "docs/measurements/two-states.md has what was found of the cause."
 )
 
