@@ -87,7 +87,7 @@ help: ## List every target with one line each
 	@echo "         DURATION WARMUP REPEAT SERVER_CPUS CLIENT_CPUS SERVER_CPU_QUOTA SERVER_MEMORY"
 	@echo "         RATE TOOL SEED PRIORITY TIMEOUT FRONT=none|nginx|apache|self TTFB SERVER_CORES"
 	@echo "         HTTP=2|1.1 TLS_TOOL SLO_P99_MS SLO_PERCENTILE RESUME RUN RUNS"
-	@echo "  FLAGGED=mark|leave-out (report, compare, aa): rounds flagged COLD, DRIFTED, NOT-STEADY,"
+	@echo "  FLAGGED=mark|leave-out (report, compare, aa, ab): rounds flagged COLD, DRIFTED, NOT-STEADY,"
 	@echo "          client-bound... are marked (default), or left out of the figures and verdicts"
 	@echo "  OFFLINE=1|pypi,maven,... [MIRROR=DIR]: all or some package families from make mirror's"
 	@echo "          files; unset, a registry that does not answer in 3 s is read from the mirror"

@@ -40,7 +40,7 @@ FAMILIES = (
         "python",
         "*requirements*.txt",
         None,
-        "the python-unit stage (pytest over the stack's tests/ folder)",
+        "the python-fast and python-e2e stages (pytest over the stack's tests/ folder, by marker)",
         "pypi",
     ),
     Family("npm", "package.json", "node --test", None, "npm"),

@@ -90,7 +90,7 @@ def test_each_stacks_own_tests_run_fail_or_are_skipped_by_name(tmp_path):
         assert f"FAILED {names['fails']}: `echo 'vector 3" in out
         assert "exit code 3" in out and "vector 3: want 2024-05-06" in out
         assert f"SKIPPED {names['toolless']}: toolchain not found: no-such-tool-here" in out
-        assert f"- {names['python']}: run by the python-unit stage" in out
+        assert f"- {names['python']}: run by the python-fast and python-e2e stages" in out
         assert f"- {names['debian']}: no tests: set [native] test" in out
         assert f"stack-tests: failed for {names['fails']}" in out
         skipped = json.loads((REPO_ROOT / ".build" / "last-stack-tests.json").read_text())
