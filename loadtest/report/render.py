@@ -396,9 +396,9 @@ def _html_tables(heading: str, note: str, tables: list, head: list[str], classes
     for number, (caption, cells) in enumerate(tables):
         row_classes = classes(cells) if classes else None
         table = f"<h3>{html.escape(caption)}</h3>" + _html_table(head, cells, row_classes, flag_col)
-        if len(tables) > OPEN_TABLES and number >= OPEN_TABLES:
+        if number >= OPEN_TABLES:
             # A sweep's many tables fold, so that its charts are not pages away.
-            table = (f"<details><summary>{html.escape(caption)}</summary>{table}</details>")
+            table = f"<details><summary>{html.escape(caption)}</summary>{table}</details>"
         section.append(table)
     return section
 

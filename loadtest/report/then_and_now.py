@@ -82,7 +82,7 @@ class Judged:
     run: str  # the run folder's name
     comparisons: list[Comparison]
     verdict: str = UNDECIDED
-    rereads: tuple[Claim, ...] = ()  # the earlier claims that read first all this one reads
+    rereads: tuple[Claim, ...] = ()  # when all its figures were read before: by which claims
 
     @property
     def reasons(self) -> list[str]:
@@ -173,14 +173,17 @@ def figures_read(item: Judged, closed_loop: bool) -> frozenset[tuple]:
 
 
 def mark_rereads(judged: list[Judged], runs: dict[str, CommittedRun]) -> None:
-    """Name, on each claim that reads only figures earlier claims read, those claims."""
-    earlier: list[tuple[Judged, frozenset[tuple]]] = []
+    """On each claim that reads only figures earlier claims read, name the earlier claims
+    with figures of their own that share one with it."""
+    seen: set[tuple] = set()
+    own: list[tuple[Judged, frozenset[tuple]]] = []
     for item in judged:
         read = figures_read(item, closed_loop=not runs[item.claim.run].knobs.get("rate"))
-        before = [(other, theirs & read) for other, theirs in earlier if theirs & read]
-        if read and read <= frozenset().union(*(shared for _, shared in before)):
-            item.rereads = tuple(other.claim for other, _ in before if not other.rereads)
-        earlier.append((item, read))
+        if read and read <= seen:
+            item.rereads = tuple(other.claim for other, theirs in own if theirs & read)
+        else:
+            own.append((item, read))
+        seen |= read
 
 
 def decide_without_rule(claim: Claim, comparison: Comparison) -> bool:
