@@ -87,12 +87,50 @@ def scenario_groups(rows: list[dict]) -> list[tuple[str, list[dict]]]:
     return [(s, [r for r in rows if r["scenario"] == s]) for s in scenarios]
 
 
-TABLE_HEAD = [
-    "stack", "conn", "tool", "cores", "quota", "rate", "runs", "req/s (median)", "limited by",
-    "CV", "% ceiling",
-    "p50 ms", "p99 ms (rounds' range)", "max ms", "errors", "MB/s", "header B", "body B", "CPU %",
-    "RSS MiB", "tool CPU %", "TTFB p50 ms", "flags",
+# Each column of a scenario's table and how it aggregates over the case's rounds, so that
+# the page says it of every figure; "" for the columns that name the case. OWN_NOTE: a
+# column whose note (shown where the column has figures) says it.
+# test_report.py recomputes every aggregated column from the records by its phrase.
+MEDIAN = "the median of the rounds"
+HIGHEST = "the highest of the rounds"
+ONE_RESPONSE = "one response, read before the load"
+OWN_NOTE = "its own note"
+TABLE_COLUMNS = [
+    ("stack", ""), ("conn", ""), ("tool", ""), ("cores", ""), ("quota", ""),
+    ("rate", MEDIAN),
+    ("runs", "the rounds that did not fail"),
+    ("req/s (median)", MEDIAN),
+    ("limited by", "the verdict most rounds had, with each verdict's count where they differ"),
+    ("CV", "the sample standard deviation of the rounds' req/s over their mean"),
+    ("% ceiling", OWN_NOTE),  # CEILING_SHARE_NOTE
+    ("p50 ms", MEDIAN),
+    ("p99 ms (rounds' range)", "the median, with the lowest and highest round"),
+    ("max ms", HIGHEST),
+    ("errors", "the sum over every round, failed ones included"),
+    ("MB/s", MEDIAN),
+    ("header B", ONE_RESPONSE),
+    ("body B", ONE_RESPONSE),
+    ("CPU %", MEDIAN + " (each round's mean)"),
+    ("RSS MiB", HIGHEST + " (each round's peak)"),
+    ("tool CPU %", MEDIAN),
+    ("TTFB p50 ms", MEDIAN + " (measured apart from the load)"),
+    ("flags", "how many of the rounds carry each"),
 ]  # fmt: skip
+TABLE_HEAD = [head for head, _ in TABLE_COLUMNS]
+
+
+def aggregation_note() -> str:
+    """How the table's columns aggregate over the rounds, columns of one rule together."""
+    columns: dict[str, list[str]] = {}
+    for head, rule in TABLE_COLUMNS:
+        if rule and rule != OWN_NOTE:
+            columns.setdefault(rule, []).append(head)
+    rules = "; ".join(f"{', '.join(heads)}: {rule}" for rule, heads in columns.items())
+    return (
+        f"How each column aggregates over a case's rounds (with one round, its figure): "
+        f"{rules}. `summary.csv` also has the mean of the middle rounds (highest and lowest "
+        f"dropped); docs/methodology.md, \"Statistics\", explains each of its columns."
+    )
 
 
 def table_cells(row: dict) -> list[str]:
@@ -321,8 +359,7 @@ def markdown(rows: list[dict], outcomes: dict, run: dict,
         out += ["", "## This run", ""]
     out += [f"- **{k}**: {v}" for k, v in run_facts(run)]
     out += ["", "## Notes", "", f"- {VERDICT_NOTE}", f"- {CO_NOTE}", f"- {CLIENT_BOUND_NOTE}", f"- {NOISY_NOTE}",
-            "- Statistics: median over the runs; CV = coefficient of variation of requests/s; "
-            "`summary.csv` also has the mean of the middle runs (highest and lowest dropped)."]  # fmt: skip
+            f"- {aggregation_note()}"]  # fmt: skip
     out += [f"- {note}" for note in extra_notes(rows)]
     notes = stack_notes(outcomes, run)
     if notes:
@@ -443,6 +480,7 @@ def html_report(rows: list[dict], outcomes: dict, run: dict, charts: dict[str, l
     body.append(f'<div class="note">{html.escape(VERDICT_NOTE)}</div>')
     body.append(f'<div class="note">{html.escape(CO_NOTE)}</div>')
     body.append(f'<div class="note">{html.escape(CLIENT_BOUND_NOTE)}</div>')
+    body.append(f'<div class="note">{html.escape(aggregation_note())}</div>')
     body += [f'<div class="note">{html.escape(note)}</div>' for note in extra_notes(rows)]
     if any(r.get("noisy_runs") for r in rows):
         body.append(f'<div class="problem">{html.escape(NOISY_NOTE)}</div>')

@@ -56,7 +56,7 @@ READERS = {
     "error_share": lambda r: _error_share(r["result"]),
     "errors": lambda r: _errors(r["result"]),
 }
-# The summary.csv column of each metric (a median over the rounds).
+# The summary.csv column of each metric: a median over the rounds, but for SUMMARY_NOT_MEDIAN.
 SUMMARY_COLUMNS = {
     "rps": "rps_median", "latency_mean_ms": "latency_mean_ms", "latency_p75_ms": "latency_p75_ms",
     "latency_p95_ms": "latency_p95_ms", "mb_per_s": "mb_per_s",
@@ -64,6 +64,8 @@ SUMMARY_COLUMNS = {
     "rss_mb": "rss_peak_mb", "cpu_pct": "server_cpu_mean_pct", "error_share": "error_rate",
     "errors": "errors_total",
 }  # fmt: skip
+# How the summary aggregates the metrics it does not keep as a median (report/render.py).
+SUMMARY_NOT_MEDIAN = {"rss_mb": "the highest round", "errors": "a sum"}
 
 
 @dataclass(frozen=True)
@@ -149,7 +151,7 @@ class CommittedRun:
 
 def summary_rounds(row: dict, metric: str) -> Rounds:
     """The rounds a summary row still holds: with three runs or fewer, requests/s per
-    round is its min, median and max; any other figure is a median only."""
+    round is its min, median and max; any other figure is one number over the rounds."""
     runs = int(row["runs"] or 0)
     flags = row_flag_rounds(row, runs)
     median = _number(row.get(SUMMARY_COLUMNS[metric]))
@@ -157,7 +159,8 @@ def summary_rounds(row: dict, metric: str) -> Rounds:
         return Rounds([float(row["rps_min"]), float(row["rps_median"]), float(row["rps_max"])], flags)
     if metric in EXACT_METRICS and median is not None:
         return Rounds([median] * runs, flags)
-    return Rounds([], flags, f"{SUMMARY_FILE} only: a median, no rounds", median)
+    statistic = SUMMARY_NOT_MEDIAN.get(metric, "a median")
+    return Rounds([], flags, f"{SUMMARY_FILE} only: {statistic}, no rounds", median)
 
 
 def row_flag_rounds(row: dict, runs: int) -> list[list[str]]:
