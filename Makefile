@@ -236,12 +236,21 @@ calendar: bootstrap ## Regenerate contracts/calendar from exchange-calendars (XS
 vectors: bootstrap ## Regenerate contracts/vectors/workday.json from exchange-calendars
 	@$(PY) contracts/vectors/generate.py
 
+# The pip-tools that compiles every Python lock file: the harness's and the stacks'.
+PIPTOOLS_VERSION := 7.6.2
+
 .PHONY: lock
-lock: ## Re-lock requirements-dev.txt (with hashes) from requirements-dev.in
+lock: ## Re-lock the harness's own tooling, requirements-dev.txt (with hashes), from requirements-dev.in
 	@test "$(OFFLINE)" != 1 || { echo "make lock resolves against PyPI: run it online"; exit 2; }
-	@python3 -m venv .build/piptools && .build/piptools/bin/pip install -q pip-tools==7.6.2
+	@python3 -m venv .build/piptools && .build/piptools/bin/pip install -q pip-tools==$(PIPTOOLS_VERSION)
 	@.build/piptools/bin/pip-compile -q --generate-hashes --strip-extras --no-emit-find-links \
 		--output-file requirements-dev.txt requirements-dev.in
+
+.PHONY: lock-stack
+lock-stack: bootstrap ## Re-lock a Python stack's requirements files, under the Python it runs on: make lock-stack SERVER=x [UPGRADE=1]
+	@test -n "$(SERVER)" || { echo "usage: make lock-stack SERVER=<python stack> [UPGRADE=1]"; exit 2; }
+	@test "$(OFFLINE)" != 1 || { echo "make lock-stack resolves against PyPI: run it online"; exit 2; }
+	@$(HARNESS) lock-stack '$(SERVER)' --pip-tools $(PIPTOOLS_VERSION) $(if $(filter 1,$(UPGRADE)),--upgrade)
 
 .PHONY: mirror
 mirror: bootstrap ## Fill the package mirror (.cache/mirror/ or MIRROR=DIR): make mirror [SERVERS=gin,sanic] [PYTHON_VERSIONS=3.11,3.13]

@@ -18,6 +18,7 @@ from loadtest.commands import (
     docker,
     hostile,
     labs,
+    lock,
     measurements,
     mirror,
     remote,
@@ -35,7 +36,7 @@ from loadtest.packages.mirror import OfflineChoiceError
 
 COMMANDS = (
     stacks, check, serve, bench, report, compare, then_and_now, measurements, aa, ab, scaffold,
-    labs, hostile, soak, docker, mirror, remote,
+    labs, lock, hostile, soak, docker, mirror, remote,
 )  # fmt: skip
 # The commands that build stacks or fetch packages: before them, each package family is
 # pointed at its registry or at the mirror (OFFLINE, else a probe of each registry,
@@ -45,6 +46,7 @@ FETCHING = (
     stacks.cmd_stack_tests, check.cmd_check, serve.cmd_serve, bench.cmd_bench, aa.cmd_aa,
     ab.cmd_ab, labs.cmd_lab, hostile.cmd_hostile, soak.cmd_soak, docker.cmd_build, docker.cmd_up,
     docker.cmd_lint, docker.cmd_smoke, mirror.cmd_mirror, remote.cmd_remote_smoke,
+    lock.cmd_lock_stack,
 )  # fmt: skip
 
 

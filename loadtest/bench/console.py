@@ -23,6 +23,7 @@ class PlanContext:
     priority: int
     folder: Path
     unavailable: dict[str, str] = field(default_factory=dict)  # stack -> why not here
+    dry_run: bool = False  # the folder is only an example: a run names it by its start
 
 
 def print_plan(
@@ -71,7 +72,12 @@ def print_plan(
     if run.unavailable:
         skipped = "; ".join(f"{name} ({why})" for name, why in run.unavailable.items())
         console.print(f"  [yellow]not in the plan, cannot run here:[/] {escape(skipped)}")
-    console.print(f"  results: {escape(str(run.folder))}")
+    if run.dry_run:
+        named = run.folder.name.split("-", 2)[-1]  # after the start's date and time
+        console.print(f"  results: {escape(str(run.folder.parent))}/<start time>-{named} "
+                      "(a dry run writes nothing)")  # fmt: skip
+    else:
+        console.print(f"  results: {escape(str(run.folder))}")
 
 
 def status_line(record: dict, position: str, sweep: bool) -> str:

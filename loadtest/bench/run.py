@@ -133,9 +133,8 @@ class Bench:
                     if i.stack not in self.unavailable]  # fmt: skip
         print_plan(
             self.console, self.knobs, stacks, expected,
-            PlanContext(
-                self.contracts, self.warmups, self.priority, self.folder, self.unavailable
-            ),
+            PlanContext(self.contracts, self.warmups, self.priority, self.folder,
+                        self.unavailable, dry_run and not self.resume),
         )  # fmt: skip
         if dry_run:
             return 0

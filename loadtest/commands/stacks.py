@@ -63,6 +63,9 @@ def cmd_list(args: argparse.Namespace) -> int:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for row in rows:
         print("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())
+    if any("@" in row[0] for row in rows):
+        print("\nname@variant: the same stack in another configuration (its manifest's "
+              "[[variant]] table,\nservers/README.md), run by naming it: SERVERS=name@variant")  # fmt: skip
     return 0
 
 

@@ -122,6 +122,8 @@ def test_bench_says_which_runner_it_took_and_why():
     assert "runner: native — " in result.stdout
     assert "RUNNER=docker to insist" in result.stdout
     assert "runner native" in result.stdout  # the plan's knob line
+    # Writes nothing, so names no folder a real run would not use.
+    assert "results/<start time>-smoke (a dry run writes nothing)" in result.stdout
 
     forced = dry_run(RUNNER="native")
     assert forced.returncode == 0 and "runner: native — RUNNER=native" in forced.stdout

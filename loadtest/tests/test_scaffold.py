@@ -15,6 +15,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -213,6 +214,26 @@ def test_python_stubs_compile(tmp_path, language):
     created = create(servers, "demo", language)
     for path in created.folder.rglob("*.py"):
         compile(path.read_text(), str(path), "exec")
+
+
+def test_the_python_stubs_tests_wait_for_the_end_to_end_stage(tmp_path):
+    """They build and start the stack: the fast group of `make test` (pytest.ini, "not e2e
+    and not timing") must not collect them, the end-to-end group must."""
+    servers = fake_servers(tmp_path, {})
+    tests = create(servers, "demo", "python").folder / "tests"
+
+    def collected(expression: str) -> list[str]:
+        result = subprocess.run(
+            [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+             "-c", str(REPO_ROOT / "pytest.ini"), "--rootdir", str(REPO_ROOT), "-m", expression,
+             str(tests)],
+            cwd=REPO_ROOT, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert result.returncode in (0, 5), result.stdout + result.stderr  # 5: none collected
+        return re.findall(r"::(test_\w+)", result.stdout)
+
+    assert collected("not e2e and not timing") == []
+    assert collected("e2e") == ["test_display_name_matches_manifest", "test_conformance"]
 
 
 def test_csharp_stub_requires_dotnet(tmp_path):
