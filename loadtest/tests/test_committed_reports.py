@@ -52,3 +52,13 @@ def test_make_report_on_a_committed_run_draws_beside_it_and_keeps_its_text(tmp_p
     assert (copy / "report.html") in written and (copy / "charts").is_dir()
     for name in ("summary.csv", "summary.md"):
         assert (copy / name).read_bytes() == (folder / name).read_bytes(), name
+
+
+def test_the_index_names_every_page_and_every_folder_of_runs():
+    """docs/measurements/README.md is where a reader starts: no page or group is missed."""
+    index = (MEASUREMENTS_DIR / "README.md").read_text()
+    for page in MEASUREMENTS_DIR.glob("*.md"):
+        assert page.name == "README.md" or f"]({page.name})" in index, page.name
+    for folder in (path for path in MEASUREMENTS_DIR.iterdir() if path.is_dir()):
+        grouped = not (folder / "run.json").is_file() and not folder.name.startswith("aa-")
+        assert not grouped or f"`{folder.name}/`" in index, folder.name
