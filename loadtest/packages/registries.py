@@ -97,8 +97,17 @@ def sources(env=os.environ, report=None) -> list[Source]:
     save_probe(probed, env)
     for source in probed:
         if report:
-            report(source.line())
+            report(source.line() + missing_mirror(source, env))
     return probed
+
+
+def missing_mirror(source: Source, env=os.environ) -> str:
+    """What a family sent to a mirror that is not there can expect (else "")."""
+    mirror = mirror_dir(env)
+    if not source.from_mirror or mirror.exists():
+        return ""
+    return (f"; there is no mirror at {mirror} (make mirror fills one), so a stack or "
+            f"tool that needs {source.family} packages is skipped and listed")
 
 
 def offline_families(env=os.environ) -> frozenset[str]:

@@ -174,6 +174,10 @@ def test_without_offline_each_family_follows_its_probe_and_the_choice_is_printed
     assert next(l for l in lines if l.startswith("go:")).startswith("go: mirror (registry ")
     assert "did not answer in 0.5 s" in next(l for l in lines if l.startswith("go:"))
     assert next(l for l in lines if l.startswith("npm:")).startswith("npm: registry (")
+    # MIRROR names no folder: a family sent there is told what that means; one that is not, nothing.
+    assert "there is no mirror at" in next(l for l in lines if l.startswith("go:"))
+    assert "mirror" not in next(l for l in lines if l.startswith("npm:"))
+    assert registries.missing_mirror(mirror.Source("go", True, ""), {"MIRROR": str(tmp_path)}) == ""
     # The same make run's next command takes the saved answer, silently.
     again: list[str] = []
     assert registries.shell_env(env, report=again.append) == shell and again == []
