@@ -206,7 +206,12 @@ class Comparison:
     @property
     def counts(self) -> str:
         verdicts = [case["change"] for case in self.cases]
-        return ", ".join(f"{verdicts.count(kind)} {kind}" for kind in VERDICTS)
+        return ", ".join(f"{kind} {verdicts.count(kind)}" for kind in VERDICTS)
+
+    def in_both(self) -> str:
+        """The count line: '3 cases in both runs, by verdict: regression 1, ...'."""
+        n = len(self.cases)
+        return f"{n} case{'' if n == 1 else 's'} in both runs, by verdict: {self.counts}"
 
 
 def compare(old_folder: Path, new_folder: Path, out_root: Path,
@@ -353,7 +358,7 @@ def markdown(result: Comparison) -> str:
     out = [f"# {result.title}", ""]
     for line in heads(result):
         out += [line, ""]
-    out += [f"{len(rows)} cases in both runs: {result.counts}.", ""]
+    out += [f"{result.in_both()}.", ""]
     out += ["| " + " | ".join(HEAD) + " |", "|" + " --- |" * len(HEAD)]
     out += ["| " + " | ".join(row) + " |" for row in rows]
     out += ["", "## What changed between the runs", ""]
@@ -384,7 +389,7 @@ def page(result: Comparison, chart: dict | None) -> str:
             f"{html.escape(title)}</title><style>{style}</style></head><body>"
             f"<h1>{html.escape(title)}</h1>"
             + "".join(f"<p>{html.escape(line)}</p>" for line in heads(result)) +
-            f"<p>{len(rows)} cases in both runs: {html.escape(result.counts)}.</p>"
+            f"<p>{html.escape(result.in_both())}.</p>"
             + "".join(chart_div(figure) for figure in figures) + table(HEAD, rows) + f"<h2>What changed between the runs</h2><ul>{items}</ul>"
             + (f"<h2>Cases in one run only</h2><ul>{one_side}</ul>" if one_side else "")
             + scripts(figures) + "</body></html>\n")  # fmt: skip

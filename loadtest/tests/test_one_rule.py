@@ -116,8 +116,8 @@ def test_separate_runs_carry_the_default_run_to_run_spread_until_make_aa_measure
 def test_a_run_compared_with_itself_is_one_invocation_and_nothing_changes(tmp_path):
     text = (compare(WORKDAY, WORKDAY, tmp_path) / "compare.md").read_text()
     assert "rounds of one invocation" in text
-    counts = re.search(r"cases in both runs: (.*)\.", text).group(1)
-    assert counts.startswith("0 regression, 0 improvement"), counts
+    counts = re.search(r"cases? in both runs, by verdict: (.*)\.", text).group(1)
+    assert counts.startswith("regression 0, improvement 0"), counts
 
 
 def test_flagged_rounds_are_marked_where_the_figure_is_and_can_be_left_out(tmp_path):
