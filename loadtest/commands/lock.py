@@ -23,6 +23,8 @@ def cmd_lock_stack(args: argparse.Namespace) -> int:
     manifest = manifests.load(args.server)
     try:
         python = interpreter(manifest)
+        if python.note:
+            print(f"lock-stack: {python.note}")
         print(f"lock-stack: {manifest.name} runs on {python.path}; pip-tools {args.pip_tools}")
         written = lock(manifest.folder, pip_compile(python, args.pip_tools), args.upgrade)
     except LockError as exc:

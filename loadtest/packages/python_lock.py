@@ -25,7 +25,8 @@ LOCKED = ("build-requirements", "requirements")
 # the hash-checked install refuses it (docs/reliability.md, "Re-locking a Python stack").
 COMPILE_OPTIONS = ("--generate-hashes", "--allow-unsafe", "--strip-extras",
                    "--no-emit-find-links")  # fmt: skip
-MINOR_IN_BUILD = re.compile(r"find-python (\d+\.\d+)")
+# `find-python 3.13 [--readable-by USER]`: the same arguments find the same interpreter.
+FIND_PYTHON_IN_BUILD = re.compile(r"find-python (\d+\.\d+)((?: --readable-by [\w-]+)?)")
 
 
 class LockError(Exception):
@@ -36,6 +37,7 @@ class LockError(Exception):
 class Interpreter:
     label: str  # "3.13", "pypy3": names the pip-tools venv
     path: str
+    note: str = ""  # find-python's word when it fell back to another version
 
 
 def interpreter(manifest: Manifest) -> Interpreter:
@@ -49,12 +51,16 @@ def interpreter(manifest: Manifest) -> Interpreter:
         if not path:
             raise LockError(f"{manifest.name} runs on PyPy and pypy3 is not installed here")
         return Interpreter("pypy3", path)
-    minor = MINOR_IN_BUILD.search(build)
-    if not minor:
+    named = FIND_PYTHON_IN_BUILD.search(build)
+    if not named:
         raise LockError(f"{manifest.name}: its [native] build names no interpreter "
                         "(find-python MINOR or pypy3)")  # fmt: skip
-    found = run([str(FIND_PYTHON), minor.group(1)], "find the interpreter")
-    return Interpreter(minor.group(1), found.stdout.strip())
+    found = run([str(FIND_PYTHON), named.group(1), *named.group(2).split()],
+                "find the interpreter")  # fmt: skip
+    path = found.stdout.strip()
+    version = run([path, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                  "read the interpreter's version").stdout.strip()  # fmt: skip
+    return Interpreter(version, path, found.stderr.strip())
 
 
 def run(command: list[str], step: str, cwd: Path | None = None) -> subprocess.CompletedProcess:

@@ -113,7 +113,7 @@ TABLE_COLUMNS = [
     ("CPU %", MEDIAN + " (each round's mean)"),
     ("RSS MiB", HIGHEST + " (each round's peak)"),
     ("tool CPU %", MEDIAN),
-    ("TTFB p50 ms", MEDIAN + " (measured apart from the load)"),
+    ("TTFB p50 ms", MEDIAN + " (measured apart from the load, failed rounds included)"),
     ("flags", "how many of the rounds carry each"),
 ]  # fmt: skip
 TABLE_HEAD = [head for head, _ in TABLE_COLUMNS]
@@ -128,8 +128,9 @@ def aggregation_note() -> str:
     rules = "; ".join(f"{', '.join(heads)}: {rule}" for rule, heads in columns.items())
     return (
         f"How each column aggregates over a case's rounds (with one round, its figure): "
-        f"{rules}. `summary.csv` also has the mean of the middle rounds (highest and lowest "
-        f"dropped); docs/methodology.md, \"Statistics\", explains each of its columns."
+        f"{rules}. `summary.csv` also has the mean of the middle rounds (with three rounds or "
+        f"more, highest and lowest dropped); docs/methodology.md, \"Statistics\", explains "
+        f"each of its columns."
     )
 
 
