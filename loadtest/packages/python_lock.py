@@ -63,8 +63,16 @@ def interpreter(manifest: Manifest) -> Interpreter:
     return Interpreter(version, path, found.stderr.strip())
 
 
+# pip-compile resolving a stack against PyPI takes seconds; a stuck index, not minutes.
+STEP_TIMEOUT_S = 600
+
+
 def run(command: list[str], step: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    result = subprocess.run(command, cwd=cwd, capture_output=True, text=True)
+    try:
+        result = subprocess.run(command, cwd=cwd, capture_output=True, text=True,
+                                timeout=STEP_TIMEOUT_S)  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise LockError(f"{step}: {exc}") from None
     if result.returncode != 0:
         raise LockError(f"{step}: {' '.join(command)} exited {result.returncode}\n"
                         f"{(result.stderr or result.stdout).strip()[-2000:]}")  # fmt: skip
