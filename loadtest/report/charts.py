@@ -333,8 +333,9 @@ def model_charts(figures: list[Figure], folder: Path, note: str) -> dict[str, Pa
 def scenario_charts(rows: list[dict], records: list[dict], scenario: str, folder: Path,
                     figures: list[Figure]) -> list[Path]:  # fmt: skip
     tools = {r["tool"] for r in closed_rows(rows) if r["scenario"] == scenario}
-    note = ("closed loop (" + ", ".join(sorted(tools)) + "): latency subject to coordinated "
-            "omission, tail understated; see the oha runs for honest tails")  # fmt: skip
+    note = ("closed loop (" + ", ".join(sorted(tools)) + "): the load pauses when the server "
+            "stalls (coordinated omission); wrk's tail is back-filled, an estimate; oha runs "
+            "measure it")  # fmt: skip
     model = model_charts(figures, folder, note)
     charts = [
         model.get("throughput"),

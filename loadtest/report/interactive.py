@@ -116,8 +116,8 @@ def tail_latency(figure: Figure) -> dict:
                             [p["latency_p99_ms"] for p in points], text=hover, hoverinfo="text"))  # fmt: skip
     tools = ", ".join(sorted({r["tool"] for r in figure.rows}))
     return {"id": figure.name, "data": traces,
-            "layout": layout(f"p99 latency, {figure.scenario} ({tools}, closed loop: the tail is "
-                             "understated)", "concurrent connections", "p99 latency (ms)",
+            "layout": layout(f"p99 latency, {figure.scenario} ({tools}, closed loop: coordinated "
+                             "omission)", "concurrent connections", "p99 latency (ms)",
                              y_default="log", xaxis=connections_axis(figure.rows))}  # fmt: skip
 
 

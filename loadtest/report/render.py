@@ -23,9 +23,11 @@ from loadtest.report.sustainable import SLO_HEAD, SLO_NOTE, slo_tables
 CO_NOTE = (
     "wrk, ab and h2load are closed-loop tools: each connection waits for its answer before "
     "sending the next request, so a stalled server also stalls the load and the slow "
-    "requests it would have received are never sent. Their latency percentiles are "
-    "subject to coordinated omission and understate the tail. oha runs at a constant "
-    "rate with --latency-correction and is free of it (profile `latency`)."
+    "requests it would have received are never sent (coordinated omission). ab's and "
+    "h2load's percentiles leave them out and understate the tail; wrk 4 adds back-filled "
+    "latencies for them after the run, so its tail (and mean) is an estimate, not a "
+    "measurement. oha runs at a constant rate with --latency-correction and measures it "
+    "(profile `latency`)."
 )
 CLIENT_BOUND_NOTE = (
     "CLIENT-BOUND marks a case where the load tool used >= 90% of its cores: the "

@@ -158,6 +158,23 @@ def test_oha_command_open_loop():
     assert "--cacert" not in command
 
 
+def test_oha_notes_say_whether_the_latency_was_corrected():
+    spec = oha.LoadSpec(url="http://127.0.0.1:1/", connections=64, duration=20, rate=5000)
+    corrected = oha.Oha().command(spec)
+    runs = {
+        "corrected": corrected,
+        "uncorrected": [arg for arg in corrected if arg != "--latency-correction"],  # lab 5
+        "closed": oha.Oha().command(oha.LoadSpec(url="http://127.0.0.1:1/", connections=8)),
+    }
+    notes = {}
+    for name, command in runs.items():
+        parsed = oha.parse_output(*recorded("oha", "success"))
+        notes[name] = oha.Oha().finish(parsed, spec, command, 0, 1.0, 20.0).notes
+    assert oha.NOTE_OPEN in notes["corrected"]
+    assert oha.NOTE_UNCORRECTED in notes["uncorrected"] and oha.NOTE_OPEN not in notes["uncorrected"]
+    assert oha.NOTE_CLOSED in notes["closed"] and oha.NOTE_OPEN not in notes["closed"]
+
+
 def test_oha_trusts_the_runs_certificate_for_https():
     spec = oha.LoadSpec(url="https://127.0.0.1:1/", connections=2, ca_cert="/run/cert.pem")
     command = oha.Oha().command(spec)

@@ -39,6 +39,10 @@ from loadtest.measure.tools.base import (
 )
 
 NOTE_OPEN = "open loop at a constant rate, latency corrected for coordinated omission"
+# What a run without --latency-correction measured instead (lab 5's uncorrected oha).
+NOTE_UNCORRECTED = ("open loop at a constant rate, latency from when each request was sent: "
+                    "not corrected for coordinated omission")  # fmt: skip
+NOTE_CLOSED = "closed loop (no rate): latency from when each request was sent"
 
 
 def cache_dir() -> Path:
@@ -110,6 +114,15 @@ class Oha(Tool):
 
     def parse(self, stdout: str, stderr: str, exit_code: int) -> LoadResult:
         return parse_output(stdout, stderr, exit_code)
+
+    def finish(self, result: LoadResult, spec: LoadSpec, command, code, cpu, wall,
+               executor: Executor = HOST) -> LoadResult:  # fmt: skip
+        """The latency note says what the command measured: corrected or not."""
+        result = super().finish(result, spec, command, code, cpu, wall, executor)
+        if "--latency-correction" not in command:
+            measured = NOTE_UNCORRECTED if "-q" in command else NOTE_CLOSED
+            result.notes = [measured if note == NOTE_OPEN else note for note in result.notes]
+        return result
 
 
 # Run where oha ran (python3 is in the loadgen image, and on this host): the

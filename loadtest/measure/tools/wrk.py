@@ -3,8 +3,11 @@
 wrk keeps a fixed number of connections busy: each sends its next request as
 soon as the previous answer arrives. That measures the server's peak rate,
 but its latency suffers from coordinated omission (a stalled server also
-stalls the load), so wrk latencies understate the tail; oha's open-loop
-runs do not. Every report that shows wrk latencies says so.
+stalls the load). wrk 4 corrects its percentiles after the run: for every
+response slower than its average interval between requests, it adds the
+latencies the requests it did not send would have had. Its tail is then an
+estimate, near the truth for one stall (docs/labs/5-coordinated-omission.md);
+oha's open-loop runs measure it. Every report that shows wrk latencies says so.
 
 For a run spread over several client hosts (group.py), `command_for_merge`
 asks the report script for wrk's whole latency histogram as well, so that the
@@ -30,7 +33,9 @@ from loadtest.measure.tools.base import (
 
 LUA_SCRIPT = Path(__file__).with_name("wrk_report.lua")
 MARKER = "SERVERLAB_WRK_JSON "
-NOTE_CO = "closed loop: wrk latency is subject to coordinated omission (tail understated)"
+NOTE_CO = ("closed loop, subject to coordinated omission: wrk's load pauses while the server "
+           "stalls; its percentiles add back-filled latencies for the requests it did not send "
+           "(an estimate)")
 # The report script's argument (after `--`) that adds the latency histogram to its line.
 HISTOGRAM_ARG = "histogram"
 NOTE_HISTOGRAM_COST = (
