@@ -92,7 +92,7 @@ def scenario_groups(rows: list[dict]) -> list[tuple[str, list[dict]]]:
 # Each column of a scenario's table and how it aggregates over the case's rounds, so that
 # the page says it of every figure; "" for the columns that name the case. OWN_NOTE: a
 # column whose note (shown where the column has figures) says it.
-# test_report.py recomputes every aggregated column from the records by its phrase.
+# test_column_aggregation.py recomputes every aggregated column from the records by its phrase.
 MEDIAN = "the median of the rounds"
 HIGHEST = "the highest of the rounds"
 ONE_RESPONSE = "one response, read before the load"
