@@ -28,7 +28,6 @@ so that a count repeats (methodology: docs/measurements/instruction-counts.md):
   this 0.0002%), 200,000 warm-up calls, a minor collection before each step,
   and one process per case: V8's feedback is shared between cases in one
   process, so a case's count would depend on the cases before it.
-
 - Java: ``-Xbatch`` (the counted thread waits for each compilation, so when
   code is installed does not depend on the scheduler), 200,000 warm-up calls,
   a collection before each step, one process per case (as JMH forks one),
@@ -42,7 +41,8 @@ C# is not counted: no .NET SDK on these machines.
 ``--against`` compares with an earlier table (another day's) and prints the
 largest difference, and says so when the two counted different code (each
 table names the last commit that changed the libraries, their step
-programs, the cases and calendar they read, or this script). A language
+programs, the cases and calendar they read, or this script) or ran on
+another kind of CPU (glibc picks its string functions by the CPU). A language
 whose tool is missing is skipped by name. Standard library only.
 """
 
@@ -77,7 +77,13 @@ COUNTED_CODE = [PYTHON_BENCH, PYTHON_BENCH.parent / "serverlab_contract", GO_MOD
                 REPO_ROOT / "servers" / "_shared" / "java",
                 REPO_ROOT / "servers" / "_shared" / "microbench-cases.json",
                 REPO_ROOT / "contracts" / "calendar", Path(__file__).resolve()]  # fmt: skip
-CODE_LINE = "# counted code: "
+# What a table's header says of the count beyond its figures, and what a difference in each
+# means when --against finds one. glibc picks memcpy, strlen and the like by the CPU: forced
+# to its SSE2 variants, Rust's body routes counted up to 1.8% more with no change of code.
+HEADER_FACTS = {
+    "counted code": "a difference may be the code's, not the host's",
+    "cpu": "glibc picks its string functions by the CPU: a difference may be the CPU's",
+}
 
 # The step programs' whole environment, the same from any shell: the environment sits at
 # the top of a process's first stack, so its size moves where everything after it is
@@ -270,19 +276,38 @@ def counted_code() -> str:
     return f"last changed in {commit}" + (", with uncommitted changes" if changed else "")
 
 
-def code_of(path: Path) -> str:
-    """What a table says of the code it counted ("" when it does not say)."""
+def cpu_kind() -> str:
+    """The CPU as glibc tells kinds apart, from the first processor of /proc/cpuinfo:
+    "Intel(R) Xeon(R) Processor, family 6 model 207 stepping 2"."""
+    try:
+        first = Path("/proc/cpuinfo").read_text().split("\n\n")[0]
+    except OSError:
+        return platform.processor() or "unknown"
+    fields = dict(
+        (name.strip(), value.strip())
+        for name, _, value in (line.partition(":") for line in first.splitlines())
+    )
+    kind = (f"family {fields.get('cpu family', '?')} model {fields.get('model', '?')} "
+            f"stepping {fields.get('stepping', '?')}")  # fmt: skip
+    return f"{fields.get('model name', 'unknown')}, {kind}"
+
+
+def header_of(path: Path, fact: str) -> str:
+    """What a table's header says of one of HEADER_FACTS ("" when it does not say)."""
+    prefix = f"# {fact}: "
     lines = path.read_text().splitlines()
-    return next((line[len(CODE_LINE):] for line in lines if line.startswith(CODE_LINE)), "")
+    return next((line[len(prefix):] for line in lines if line.startswith(prefix)), "")
 
 
-def other_code(against: Path, code: str) -> str:
-    """A warning when the earlier table counted other code than this count ("" if the same)."""
-    before = code_of(against)
-    if before == code:
-        return ""
-    return (f"other code: {against} counted code {before or 'it does not name'}, "
-            f"this count code {code}; a difference may be the code's, not the host's")
+def differences(against: Path, now: Dict[str, str]) -> List[str]:
+    """A warning for each of HEADER_FACTS the earlier table gives otherwise than this count."""
+    warnings = []
+    for fact, meaning in HEADER_FACTS.items():
+        before = header_of(against, fact)
+        if before != now[fact]:
+            warnings.append(f"other {fact}: {against} says {before or 'nothing'}, "
+                            f"this count {now[fact]}; {meaning}")  # fmt: skip
+    return warnings
 
 
 def read_table(path: Path) -> Dict[tuple[str, str], float]:
@@ -292,10 +317,12 @@ def read_table(path: Path) -> Dict[tuple[str, str], float]:
 
 
 def write_table(path: Path, found: Dict[tuple[str, str], float], versions: List[str],
-                calls: int, code: str) -> None:  # fmt: skip
+                calls: int, facts: Dict[str, str]) -> None:  # fmt: skip
+    """The figures, under a header: the day, N, each of HEADER_FACTS, the versions counted."""
     lines = [f"# {datetime.date.today().isoformat()}, {platform.node() or 'this host'}: "
              f"instructions per request, ({calls} requests - none) / {calls}, callgrind",
-             f"{CODE_LINE}{code}", *(f"# {version}" for version in versions),
+             *(f"# {fact}: {facts[fact]}" for fact in HEADER_FACTS),
+             *(f"# {version}" for version in versions),
              "library\tcase\tinstructions"]  # fmt: skip
     lines += [f"{library}\t{case}\t{value:.1f}" for (library, case), value in found.items()]
     path.write_text("\n".join(lines) + "\n")
@@ -339,7 +366,7 @@ def main() -> int:
         print("[instructions] SKIPPED every language: no valgrind on PATH", file=sys.stderr)
         return 0
     OUT_DIR.mkdir(parents=True, exist_ok=True)
-    code = counted_code()
+    facts = {"counted code": counted_code(), "cpu": cpu_kind()}
     found, versions, failed = {}, [], []
     for language in args.languages.split(","):
         tool, programs = LANGUAGES[language]
@@ -355,13 +382,13 @@ def main() -> int:
         except (RuntimeError, subprocess.CalledProcessError) as error:
             print(f"[instructions] FAILED {language}: {error}", file=sys.stderr)
             failed.append(language)
-    write_table(args.out, found, versions, args.calls, code)
+    write_table(args.out, found, versions, args.calls, facts)
     against = read_table(args.against) if args.against else None
     print(markdown(found, against))
     if against and (largest := largest_difference(found, against)):
         share, (library, case) = largest
         print(f"\nlargest difference from {args.against}: {share:.2%} ({library}, {case})")
-        if warning := other_code(args.against, code):
+        for warning in differences(args.against, facts):
             print(warning)
     print(f"\n[instructions] table in {args.out}", file=sys.stderr)
     return 1 if failed else 0

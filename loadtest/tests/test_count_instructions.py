@@ -47,30 +47,45 @@ def test_python_names_say_their_way_in():
     assert count_instructions.column("go", "kb1") == ("go", "kb1")
 
 
+FACTS = {"counted code": "last changed in abc1234",
+         "cpu": "Intel(R) Xeon(R) Processor, family 6 model 207 stepping 2"}
+
+
 def test_a_table_reads_back_and_compares(tmp_path):
     found = {("go", "kb1"): 471.2, ("rust", "kb1"): 444.0}
     path = tmp_path / "day.tsv"
-    code = "last changed in abc1234"
-    count_instructions.write_table(path, found, ["go version go1.26.8"], 10000, code)
+    count_instructions.write_table(path, found, ["go version go1.26.8"], 10000, FACTS)
     assert count_instructions.read_table(path) == found
-    assert count_instructions.code_of(path) == code
+    assert count_instructions.header_of(path, "counted code") == FACTS["counted code"]
+    assert count_instructions.header_of(path, "cpu") == FACTS["cpu"]
     later = {("go", "kb1"): 471.2, ("rust", "kb1"): 448.44}
     share, key = count_instructions.largest_difference(later, found)
     assert key == ("rust", "kb1") and share == pytest.approx(0.01)
     assert "| kb1 | 471 (+0.00%) | 448 (+1.00%) |" in count_instructions.markdown(later, found)
 
 
-def test_a_table_of_other_code_is_named_as_such(tmp_path):
+def test_a_table_of_other_code_or_another_cpu_is_named_as_such(tmp_path):
     path = tmp_path / "day.tsv"
-    code = "last changed in abc1234"
-    count_instructions.write_table(path, {("go", "kb1"): 471.2}, [], 10000, code)
-    assert count_instructions.other_code(path, code) == ""
-    warning = count_instructions.other_code(path, "last changed in def5678")
-    assert "counted code last changed in abc1234" in warning
-    assert "this count code last changed in def5678" in warning
+    count_instructions.write_table(path, {("go", "kb1"): 471.2}, [], 10000, FACTS)
+    assert count_instructions.differences(path, FACTS) == []
+    other_code = {**FACTS, "counted code": "last changed in def5678"}
+    [warning] = count_instructions.differences(path, other_code)
+    assert warning.startswith("other counted code:")
+    assert "says last changed in abc1234, this count last changed in def5678" in warning
+    other_cpu = {**FACTS, "cpu": "AMD EPYC 9R14, family 25 model 17 stepping 1"}
+    [warning] = count_instructions.differences(path, other_cpu)
+    assert warning.startswith("other cpu:") and "string functions" in warning
     older = tmp_path / "older.tsv"
     older.write_text("# 2026-11-29\nlibrary\tcase\tinstructions\ngo\tkb1\t471.2\n")
-    assert "counted code it does not name" in count_instructions.other_code(older, "x")
+    assert [w.split(":")[0] for w in count_instructions.differences(older, FACTS)] == [
+        "other counted code", "other cpu"]
+
+
+def test_the_cpu_is_named_by_kind():
+    kind = count_instructions.cpu_kind()
+    assert kind and "unknown" not in kind
+    if Path("/proc/cpuinfo").exists():
+        assert " family " in kind and " model " in kind
 
 
 def test_the_counted_code_is_named_by_the_commit_that_last_changed_it():

@@ -105,9 +105,10 @@ class Supervisor:
     def _child(self) -> None:
         code = 0
         try:
-            # Not the parent's forwarding handlers: SIGTERM ends the process,
-            # SIGINT raises KeyboardInterrupt (Python's defaults); the server
-            # installs its own while it runs.
+            # A child inherits the parent's signal mask, which blocks the
+            # signals it takes with sigwaitinfo: unblock them, with Python's
+            # defaults (SIGTERM ends the process, SIGINT raises
+            # KeyboardInterrupt); the server installs its own while it runs.
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
             signal.signal(signal.SIGINT, signal.default_int_handler)
             signal.signal(signal.SIGALRM, signal.SIG_DFL)
