@@ -18,6 +18,7 @@ from loadtest.report.leaderboard import (
     p99_text,
     rank_figure,
 )
+from loadtest.report.summary import aggregation
 from loadtest.report.sustainable import SLO_HEAD, SLO_NOTE, slo_tables
 
 CO_NOTE = (
@@ -90,32 +91,31 @@ def scenario_groups(rows: list[dict]) -> list[tuple[str, list[dict]]]:
 
 
 # Each column of a scenario's table and how it aggregates over the case's rounds, so that
-# the page says it of every figure; "" for the columns that name the case. OWN_NOTE: a
-# column whose note (shown where the column has figures) says it.
+# the page says it of every figure (summary.aggregation for a column summary.csv keeps); ""
+# for the columns that name the case. OWN_NOTE: a column whose note (shown where the column
+# has figures) says it.
 # test_column_aggregation.py recomputes every aggregated column from the records by its phrase.
-MEDIAN = "the median of the rounds"
-HIGHEST = "the highest of the rounds"
-ONE_RESPONSE = "one response, read before the load"
 OWN_NOTE = "its own note"
 TABLE_COLUMNS = [
     ("stack", ""), ("conn", ""), ("tool", ""), ("cores", ""), ("quota", ""),
-    ("rate", MEDIAN),
+    ("rate", aggregation("rate")),
     ("runs", "the rounds that did not fail"),
-    ("req/s (median)", MEDIAN),
+    ("req/s (median)", aggregation("rps_median")),
     ("limited by", "the verdict most rounds had, with each verdict's count where they differ"),
     ("CV", "the sample standard deviation of the rounds' req/s over their mean"),
     ("% ceiling", OWN_NOTE),  # CEILING_SHARE_NOTE
-    ("p50 ms", MEDIAN),
+    ("p50 ms", aggregation("latency_p50_ms")),
     ("p99 ms (rounds' range)", "the median, with the lowest and highest round"),
-    ("max ms", HIGHEST),
-    ("errors", "the sum over every round, failed ones included"),
-    ("MB/s", MEDIAN),
-    ("header B", ONE_RESPONSE),
-    ("body B", ONE_RESPONSE),
-    ("CPU %", MEDIAN + " (each round's mean)"),
-    ("RSS MiB", HIGHEST + " (each round's peak)"),
-    ("tool CPU %", MEDIAN),
-    ("TTFB p50 ms", MEDIAN + " (measured apart from the load, failed rounds included)"),
+    ("max ms", aggregation("latency_max_ms")),
+    ("errors", aggregation("errors_total")),
+    ("MB/s", aggregation("mb_per_s")),
+    ("header B", aggregation("header_bytes")),
+    ("body B", aggregation("body_bytes")),
+    ("CPU %", aggregation("server_cpu_mean_pct") + " (each round's mean)"),
+    ("RSS MiB", aggregation("rss_peak_mb") + " (each round's peak)"),
+    ("tool CPU %", aggregation("tool_cpu_pct")),
+    ("TTFB p50 ms",
+     aggregation("ttfb_p50_ms") + " (measured apart from the load, failed rounds included)"),
     ("flags", "how many of the rounds carry each"),
 ]  # fmt: skip
 TABLE_HEAD = [head for head, _ in TABLE_COLUMNS]

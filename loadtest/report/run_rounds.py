@@ -18,6 +18,7 @@ from loadtest.bench.results import RESULTS_FILE, RUN_FILE, read_records
 from loadtest.core.manifest import REPO_ROOT
 from loadtest.report.claims import Setting
 from loadtest.report.flags import FLAGS, JIT_UNREAD, mark_rounds
+from loadtest.report.summary import aggregation
 
 MEASUREMENTS_DIR = REPO_ROOT / "docs" / "measurements"
 SUMMARY_FILE = "summary.csv"
@@ -56,7 +57,7 @@ READERS = {
     "error_share": lambda r: _error_share(r["result"]),
     "errors": lambda r: _errors(r["result"]),
 }
-# The summary.csv column of each metric: a median over the rounds, but for SUMMARY_NOT_MEDIAN.
+# The summary.csv column of each metric (how it aggregates the rounds: summary.aggregation).
 SUMMARY_COLUMNS = {
     "rps": "rps_median", "latency_mean_ms": "latency_mean_ms", "latency_p75_ms": "latency_p75_ms",
     "latency_p95_ms": "latency_p95_ms", "mb_per_s": "mb_per_s",
@@ -64,8 +65,6 @@ SUMMARY_COLUMNS = {
     "rss_mb": "rss_peak_mb", "cpu_pct": "server_cpu_mean_pct", "error_share": "error_rate",
     "errors": "errors_total",
 }  # fmt: skip
-# How the summary aggregates the metrics it does not keep as a median (report/render.py).
-SUMMARY_NOT_MEDIAN = {"rss_mb": "the highest round", "errors": "a sum"}
 
 
 @dataclass(frozen=True)
@@ -74,9 +73,10 @@ class Rounds:
 
     values: list[float]
     flags: list[list[str]]
-    # Why there are no rounds to test ("" when there are): the summary keeps medians only.
+    # Why there are no rounds to test ("" when there are): the summary keeps one figure of
+    # them, made by the rule this names.
     missing: str = ""
-    median: float | None = None  # shown when the rounds are missing
+    median: float | None = None  # that figure, shown when the rounds are missing
 
     @property
     def flag_counts(self) -> dict[str, int]:
@@ -159,7 +159,7 @@ def summary_rounds(row: dict, metric: str) -> Rounds:
         return Rounds([float(row["rps_min"]), float(row["rps_median"]), float(row["rps_max"])], flags)
     if metric in EXACT_METRICS and median is not None:
         return Rounds([median] * runs, flags)
-    statistic = SUMMARY_NOT_MEDIAN.get(metric, "a median")
+    statistic = aggregation(SUMMARY_COLUMNS[metric])
     return Rounds([], flags, f"{SUMMARY_FILE} only: {statistic}, no rounds", median)
 
 

@@ -33,6 +33,28 @@ TTFB_KEYS = [
 SLO_COLUMNS = ["slo_rps", "slo_percentile_ms", "slo_objective_ms", "slo_share_of_peak",
                "slo_reason"]  # fmt: skip
 
+# How aggregate() turns a case's rounds into the summary.csv columns whose rule a page names
+# (the table's note, render.py TABLE_COLUMNS; a committed run's "summary.csv only" figure,
+# run_rounds.py), said once here: each is the median of the rounds, or as NOT_MEDIAN says.
+MEDIAN = "the median of the rounds"
+HIGHEST = "the highest of the rounds"
+ONE_RESPONSE = "one response, read before the load"
+NOT_MEDIAN = {
+    "latency_max_ms": HIGHEST,
+    "rss_peak_mb": HIGHEST,
+    "errors_total": "the sum over every round, failed ones included",
+    "error_rate": "the errors of every round over the requests every round attempted, "
+    "failed ones included",
+    "header_bytes": ONE_RESPONSE,
+    "body_bytes": ONE_RESPONSE,
+}
+
+
+def aggregation(column: str) -> str:
+    """The rule of a summary.csv column whose rule a page names (see NOT_MEDIAN)."""
+    return NOT_MEDIAN.get(column, MEDIAN)
+
+
 COLUMNS = [
     "stack", "display_name", "ceiling", "scenario", "connections", "tool", "phase",
     "rate_spec", "rate", "cpu_quota", "server_cores", "cpu_share", "shared_cores", "protocol",

@@ -1,6 +1,7 @@
 """Each column of a scenario's table aggregates over the rounds as the page's note says
-(report/render.py TABLE_COLUMNS): every such figure of a committed three-round run is
-computed again from its records by the rule its column names."""
+(report/render.py TABLE_COLUMNS), and each summary.csv figure a committed run's rounds are
+read from as its rule says (report/summary.py aggregation): every such figure of a
+committed three-round run is computed again from its records by the rule it names."""
 
 from __future__ import annotations
 
@@ -11,11 +12,12 @@ from collections import defaultdict
 
 import pytest
 
-from loadtest.report.render import (CEILING_SHARE_NOTE, HIGHEST, MEDIAN, OWN_NOTE,
-                                     TABLE_COLUMNS, TABLE_HEAD, aggregation_note, markdown,
-                                     table_cells)  # fmt: skip
-from loadtest.report.run_rounds import MEASUREMENTS_DIR
-from loadtest.report.summary import group_key, measurement_rows
+from loadtest.report.render import (CEILING_SHARE_NOTE, OWN_NOTE, TABLE_COLUMNS, TABLE_HEAD,
+                                     aggregation_note, markdown, table_cells)  # fmt: skip
+from loadtest.report.run_rounds import (MEASUREMENTS_DIR, READERS, SUMMARY_COLUMNS,
+                                        summary_rounds)  # fmt: skip
+from loadtest.report.summary import (HIGHEST, MEDIAN, ONE_RESPONSE, aggregation, group_key,
+                                     measurement_rows)  # fmt: skip
 
 RUN = MEASUREMENTS_DIR / "20261129-145742-wsgi-2016"  # 3 rounds, 7 stacks, 5 levels
 
@@ -95,3 +97,36 @@ def test_the_markdown_page_carries_the_note(cases):
     page = markdown(rows, {}, {"run_id": RUN.name}, None)
     assert aggregation_note() in page
     assert "max ms: the highest of the rounds;" in page
+
+
+def errors_over_attempted(records: list[dict]) -> float:
+    errors = sum(sum(r["result"]["errors"].values()) for r in records)
+    non2xx = sum(r["result"]["errors"].get("non2xx", 0) for r in records)
+    return errors / (sum(r["result"]["requests"] for r in records) + errors - non2xx)
+
+
+# Each rule a summary.csv figure can name, as a computation over the case's records.
+BY_RULE = {
+    MEDIAN: lambda read, records: statistics.median(read(r) for r in _ok(records)),
+    HIGHEST: lambda read, records: max(read(r) for r in _ok(records)),
+    ONE_RESPONSE: lambda read, records: read(records[0]),
+    aggregation("errors_total"): lambda read, records: sum(read(r) for r in records),
+    aggregation("error_rate"): lambda read, records: errors_over_attempted(records),
+}
+
+
+def _ok(records: list[dict]) -> list[dict]:
+    return [r for r in records if r["status"] == "ok"]
+
+
+@pytest.mark.parametrize("metric", list(SUMMARY_COLUMNS))
+def test_a_summary_only_figure_names_the_rule_it_was_made_by(cases, metric):
+    column = SUMMARY_COLUMNS[metric]
+    rule = aggregation(column)
+    for row, records in cases:
+        expected = BY_RULE[rule](READERS[metric], records)
+        assert float(row[column]) == pytest.approx(expected, rel=1e-3, abs=1e-3), (row["stack"],
+                                                                                   column)
+        shown = summary_rounds({**row, "runs": 4}, metric)  # four: no min-median-max to read
+        if not shown.values:
+            assert f"only: {rule}, no rounds" in shown.missing, (column, shown)
