@@ -119,6 +119,10 @@ check: bootstrap ## Build, start and verify stacks against the contract: make ch
 test: ## Every test, as stages (bootstrap first), with one table of their times at the end
 	@bash scripts/test.sh
 
+.PHONY: test-fast
+test-fast: ## The fast tests alone (no server, no build), as make test's first stages: a minute or two
+	@bash scripts/test.sh --fast
+
 .PHONY: bench
 bench: bootstrap ## Benchmark stacks and write results/<run-id>/: make bench [PROFILE=quick] [SERVERS=...]
 	$(servers_not_server)

@@ -18,7 +18,16 @@
 # Every stage has a time budget: past it, the stage is stopped and counted
 # failed, so the suite always ends within CI's limit. A stage whose toolchain
 # is missing is a named skip. The exit code is non-zero when any stage failed.
+#
+# `scripts/test.sh --fast` (make test-fast) runs steps 1 and 2 alone, without
+# the background builds: a minute or two once bootstrapped, the first check of a
+# change to the harness or a contract library.
 set -uo pipefail
+case "${1:-}" in
+  "") fast=0 ;;
+  --fast) fast=1 ;;
+  *) echo "usage: scripts/test.sh [--fast]" >&2 && exit 2 ;;
+esac
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$REPO_ROOT"
@@ -44,7 +53,29 @@ rm -f .build/last-check.json .build/last-stack-tests.json .build/last-remote-smo
 # cores, a stage beside a background job): each takes a free port.
 export SERVERLAB_PORTS=free
 
-background tools 1500 bash scripts/install-tools.sh
+# The table of every stage, the stacks each skipped, the failed stages' last lines; the
+# exit code.
+finish() {
+  stage_report
+  local status=$?
+  # Stacks the check and stack-tests stages skipped for a missing toolchain, one by one,
+  # and the parts of the Docker and remote smokes this machine cannot run.
+  "$PY" - "$STAGE_LOG_DIR" <<'EOF'
+import json, pathlib, sys
+for stage in ("check", "stack-tests", "docker-smoke", "remote-smoke"):
+    path = pathlib.Path(sys.argv[1], f"last-{stage}.json")
+    for o in json.loads(path.read_text()) if path.is_file() else []:
+        if o["status"] == "skipped":
+            what = f": {o['what']}" if "what" in o else f" of stack {o['stack']}"
+            print(f"SKIPPED  {stage}{what}: {o['reason']}")
+EOF
+  stage_failures
+  echo "======================================================================"
+  echo "test: ${STAGE_COUNTS[0]} passed, ${STAGE_COUNTS[1]} failed, ${STAGE_COUNTS[2]} skipped"
+  exit $status
+}
+
+(( fast )) || background tools 1500 bash scripts/install-tools.sh
 # The Docker path: the engine, the stand-in base images and the images the
 # Docker smoke uses, built in the background from here until the Docker smoke:
 # on a fresh machine they take about 20 minutes (docker.io, the stand-ins'
@@ -57,7 +88,7 @@ docker_images() {
     "$PY" -m loadtest docker smoke --images-only
 }
 docker_unavailable="$("$PY" -m loadtest docker preflight)"
-if [[ -z "$docker_unavailable" ]]; then
+if [[ -z "$docker_unavailable" ]] && (( ! fast )); then
   trap 'bash scripts/docker-daemon.sh stop' EXIT
   background docker-images 2400 docker_images
 fi
@@ -87,6 +118,7 @@ pytest_group() { # pytest_group MARKER_EXPRESSION [PYTEST ARGS...]
 
 stage manifests 60 "$PY" -m loadtest validate
 stage python-fast 600 pytest_group "not e2e and not timing" -n 2
+(( fast )) && finish
 
 # The shared Go module; each Go stack's own tests run in stack-tests.
 go_tests() {
@@ -187,20 +219,4 @@ stage bench-smoke 600 "$PY" -m loadtest bench --profile smoke --servers gin,sani
 stage bench-static-tls 600 "$PY" -m loadtest bench --profile static-tls-smoke \
   --servers nginx-static,apache-static --runner native
 
-stage_report
-status=$?
-# Stacks the check and stack-tests stages skipped for a missing toolchain, one by one,
-# and the parts of the Docker and remote smokes this machine cannot run.
-"$PY" - "$STAGE_LOG_DIR" <<'EOF'
-import json, pathlib, sys
-for stage in ("check", "stack-tests", "docker-smoke", "remote-smoke"):
-    path = pathlib.Path(sys.argv[1], f"last-{stage}.json")
-    for o in json.loads(path.read_text()) if path.is_file() else []:
-        if o["status"] == "skipped":
-            what = f": {o['what']}" if "what" in o else f" of stack {o['stack']}"
-            print(f"SKIPPED  {stage}{what}: {o['reason']}")
-EOF
-stage_failures
-echo "======================================================================"
-echo "test: ${STAGE_COUNTS[0]} passed, ${STAGE_COUNTS[1]} failed, ${STAGE_COUNTS[2]} skipped"
-exit $status
+finish
