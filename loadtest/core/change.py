@@ -122,6 +122,19 @@ def central(values: list[float], rounds: bool = True) -> float:
     return statistics.median(clean(values))
 
 
+def central_interval(rounds: list[float]) -> tuple[float, float] | None:
+    """The 95% interval of central() over rounds: Student's t on their logarithms, the
+    model the test assumes (None below two). At three rounds t has two degrees of freedom
+    and the interval is wide, as three rounds are: a bootstrap of the median of three
+    values can only return their range, which holds the median 75% of the time."""
+    logs = log_values(rounds)
+    if len(logs) < 2:
+        return None
+    half = t_quantile(1 - SIGNIFICANCE / 2, len(logs) - 1) * statistics.stdev(logs)
+    mean, half = statistics.fmean(logs), half / math.sqrt(len(logs))
+    return math.exp(mean - half), math.exp(mean + half)
+
+
 def judge_all(cases: list[Samples]) -> list[Difference]:
     """The verdict of every case of one comparison, corrected together."""
     tests = [welch_log_test(c.old, c.new, c.extra_variance) if c.testable else None

@@ -81,12 +81,18 @@ def uncapped(items: list[dict]) -> list[dict]:
     return [r for r in free if r.get("server_cores") in (None, min(cores, default=None))]
 
 
-def rps_interval(row: dict) -> tuple[float, float]:
-    """The row's 95% interval of requests/s; min..max where none was computed."""
+def rps_point(row: dict) -> tuple[float, float, float]:
+    """A row's throughput as a chart draws it: (figure, low, high). Over rounds, their
+    geometric mean and its 95% interval, as the leaderboard ranks; with one round, its
+    figure and the interval of its windows (min..max where none was computed)."""
+    figure = row.get("rps_geomean") or row["rps_median"]
     low = row["rps_ci_low"] if row.get("rps_ci_low") is not None else row.get("rps_min")
     high = row["rps_ci_high"] if row.get("rps_ci_high") is not None else row.get("rps_max")
-    median = row["rps_median"]
-    return (low if low is not None else median, high if high is not None else median)
+    return figure, (low if low is not None else figure), (high if high is not None else figure)
+
+
+# The throughput charts' axis: what the point and its bars are.
+RPS_AXIS = "requests/s (geometric mean of the rounds; bars: 95% interval)"
 
 
 def per_stack(kind: str, scenario: str, data: list[dict]) -> Figure | None:

@@ -14,9 +14,9 @@ from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from loadtest.bench.warmup import warmup_tool
 from loadtest.core.verdict import STEADY_MIN_WINDOWS, STEADY_TOLERANCE
-from loadtest.report.chart_model import (CEILING_STACK, Figure, closed_rows, ordered_scenarios,
-                                         rps_interval, search_steps, slo_objective, stack_colors,
-                                         uncapped)  # fmt: skip
+from loadtest.report.chart_model import (CEILING_STACK, RPS_AXIS, Figure, closed_rows,
+                                         ordered_scenarios, rps_point, search_steps,
+                                         slo_objective, stack_colors, uncapped)  # fmt: skip
 from loadtest.report.png import CEILING_STYLE, plt, save, thousands
 from loadtest.report.sweep_charts import config_cdf, rps_vs_quota, rps_vs_share, ttfb_chart
 
@@ -25,13 +25,12 @@ def rps_vs_connections(figure: Figure, path: Path, note: str) -> Path:
     fig, ax = plt.subplots(figsize=(8.5, 4.8))
     for line in figure.series:
         x = [p["connections"] for p in line.points]
-        y = [p["rps_median"] for p in line.points]
+        points = [rps_point(p) for p in line.points]
+        y = [figure for figure, _, _ in points]
         if line.ceiling:
             ax.plot(x, y, marker="s", label=line.name, **CEILING_STYLE)
             continue
-        intervals = [rps_interval(p) for p in line.points]
-        ax.errorbar(x, y, yerr=[[m - lo for m, (lo, _) in zip(y, intervals)],
-                                [hi - m for m, (_, hi) in zip(y, intervals)]],
+        ax.errorbar(x, y, yerr=[[m - lo for m, lo, _ in points], [hi - m for m, _, hi in points]],
                     marker="o", capsize=3, color=line.color, label=line.name)  # fmt: skip
     connections = sorted({r["connections"] for r in figure.rows})
     if len(connections) > 1 and connections[-1] / max(connections[0], 1) >= 10:
@@ -41,7 +40,7 @@ def rps_vs_connections(figure: Figure, path: Path, note: str) -> Path:
     ax.set_ylim(bottom=0)
     ax.yaxis.set_major_formatter(FuncFormatter(thousands))
     ax.set_xlabel("concurrent connections")
-    ax.set_ylabel("requests/s (median; bars: 95% interval)")
+    ax.set_ylabel(RPS_AXIS)
     ax.set_title(f"Throughput, {figure.scenario}")
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))

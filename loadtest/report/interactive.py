@@ -15,7 +15,7 @@ import html
 import json
 
 from loadtest.report.bundle import plotly_library
-from loadtest.report.chart_model import (Figure, Series, rps_interval, search_steps,
+from loadtest.report.chart_model import (RPS_AXIS, Figure, Series, rps_point, search_steps,
                                          slo_objective, stack_colors)  # fmt: skip
 
 CHART_CLASS = "ix-chart"
@@ -87,20 +87,20 @@ def throughput(figure: Figure) -> dict:
     traces = []
     for line in figure.series:
         points = line.points
-        intervals = [rps_interval(p) for p in points]
-        median = [p["rps_median"] for p in points]
+        drawn = [rps_point(p) for p in points]
         hover = [f"{p['display_name']}<br>{p['connections']} connections<br>"
-                 f"{p['rps_median']:,.0f} req/s (95% interval {lo:,.0f}..{hi:,.0f})<br>"
+                 f"{m:,.0f} req/s (95% interval {lo:,.0f}..{hi:,.0f}; "
+                 f"median {p['rps_median']:,.0f})<br>"
                  f"p99 {p['latency_p99_ms'] or 0:.2f} ms<br>limited by: {verdict_text(p)}"
-                 for p, (lo, hi) in zip(points, intervals)]  # fmt: skip
+                 for p, (m, lo, hi) in zip(points, drawn)]  # fmt: skip
         error = {"type": "data", "symmetric": False,
-                 "array": [hi - m for (_, hi), m in zip(intervals, median)],
-                 "arrayminus": [m - lo for (lo, _), m in zip(intervals, median)]}  # fmt: skip
-        traces.append(trace(line, [p["connections"] for p in points], median,
+                 "array": [hi - m for m, _, hi in drawn],
+                 "arrayminus": [m - lo for m, lo, _ in drawn]}  # fmt: skip
+        traces.append(trace(line, [p["connections"] for p in points], [m for m, _, _ in drawn],
                             error_y=error, text=hover, hoverinfo="text"))  # fmt: skip
     return {"id": figure.name, "data": traces,
-            "layout": layout(f"Throughput, {figure.scenario} (bars: 95% interval; {SYMBOL_NOTE})",
-                             "concurrent connections", "requests/s (median)",
+            "layout": layout(f"Throughput, {figure.scenario} ({SYMBOL_NOTE})",
+                             "concurrent connections", RPS_AXIS,
                              xaxis=connections_axis(figure.rows))}  # fmt: skip
 
 

@@ -26,16 +26,17 @@ from loadtest.measure.tools import latency_decimals
 from loadtest.report.flags import JIT_UNREAD, TWO_STATES, count_flags
 from loadtest.report.samples import ROUNDS
 
-LEADERBOARD_HEAD = ["#", "stack", "req/s (geometric mean)", "req/s (median)", "95% interval",
+LEADERBOARD_HEAD = ["#", "stack", "req/s (geometric mean)", "95% interval", "req/s (median)",
                     "limited by", "p99 ms (rounds' range)", "errors", "flagged rounds",
                     "gap to next"]  # fmt: skip
 LEADERBOARD_NOTE = (
     "Ranked by the geometric mean of the rounds' requests/s (closed loop), the figure the gap "
     "tests, or by the median where there is one round. The median is shown beside it: where "
     "the rounds disagree (a stack in two states) the two can rank differently. The 95% "
-    "interval is a bootstrap of the "
-    "median over the rounds (REPEAT >= 2), or over the quarter-second windows of the one "
-    "run, which are not independent and give a narrower interval: the caption says which. "
+    "interval is that of the geometric mean, Student's t on the logarithms of the rounds "
+    "(REPEAT >= 2: wide at three rounds, as three rounds are), or, with one round, a bootstrap "
+    "of the mean of its quarter-second windows, which are not independent and give a narrower "
+    "interval: the caption says which. "
     "'gap to next' is make compare's verdict on this stack against the next one down: Welch's "
     f"t on log requests/s over the rounds ({MIN_ROUNDS} or more a side), corrected for every "
     f"gap of the report at once (Benjamini-Hochberg, q < 0.05), only beyond the {MIN_EFFECT:.0%} "
@@ -155,8 +156,8 @@ def leaderboards(rows: list[dict], limited_by, mark) -> list[tuple[str, list[lis
                 "-" if row["ceiling"] else str(place),
                 row.get("display_name") or row["stack"],
                 f"{mean:,.0f}" if mean else "-",
-                f"{row['rps_median']:,.0f}{mark(row)}",
                 interval,
+                f"{row['rps_median']:,.0f}{mark(row)}",
                 limited_by(row),
                 p99_text(row),
                 str(row.get("errors_total") or 0),

@@ -9,7 +9,7 @@ import statistics
 from collections import defaultdict
 from pathlib import Path
 
-from loadtest.core.change import two_states_text
+from loadtest.core.change import central, central_interval, two_states_text
 from loadtest.core.stats import bootstrap_ci, summarize
 from loadtest.measure.tools.base import ERROR_KINDS, PERCENTILES, latency_key
 from loadtest.report.flags import (
@@ -59,7 +59,7 @@ COLUMNS = [
     "stack", "display_name", "ceiling", "scenario", "connections", "tool", "phase",
     "rate_spec", "rate", "cpu_quota", "server_cores", "cpu_share", "shared_cores", "protocol",
     "runs", "failed_runs",
-    "rps_median", "rps_mid_mean", "rps_cv", "rps_min", "rps_max",
+    "rps_median", "rps_geomean", "rps_mid_mean", "rps_cv", "rps_min", "rps_max",
     "rps_ci_low", "rps_ci_high", "rps_ci_source", "rps_ci_note", "rps_per_cpu_s",
     "rss_per_1k_conn_mb",
     *[f"latency_{k.replace('.', '_')}_ms" for k in LATENCY_KEYS],
@@ -218,27 +218,36 @@ def aggregate(group: list[dict], drifted: dict[tuple, dict] | None = None) -> di
 
 
 def interval_columns(ok: list[dict], figure: float | None, drifted: dict) -> dict:
-    """95% bootstrap interval of the figure's own statistic (report/samples.py says over
-    what: the median of rounds, the mean of one run's windows); `_rps_samples` and each
-    sample's flags (`_rps_flags`) stay in the row for the leaderboard's test. An interval
-    that leaves its figure out says so (`rps_ci_note`). Rounds in two states give both
-    (`two_states`), from the same samples."""
+    """The figure a comparison uses and its 95% interval. Over rounds (REPEAT >= 2): their
+    geometric mean (`rps_geomean`), which the leaderboard ranks by and the gap tests, and
+    Student's t on their logarithms (core/change.py central_interval). Over the windows of
+    one run: a bootstrap of their mean (report/samples.py), which are not independent and
+    give a narrower interval; one that leaves out the figure says so (`rps_ci_note`).
+    `_rps_samples` and each sample's flags (`_rps_flags`) stay in the row for the
+    leaderboard's test. Rounds in two states give both (`two_states`), from the same
+    samples."""
     samples, source = rps_samples(ok)
     flags = ([record_flags(r, drifted) for r in ok] if len(samples) == len(ok)
              else [record_flags(ok[0], drifted)] * len(samples) if ok else [])  # fmt: skip
-    interval = bootstrap_ci(samples, statistic=figure_statistic(source))
+    rounds = source == ROUNDS
+    if rounds:
+        interval = central_interval(samples)
+    else:
+        interval = bootstrap_ci(samples, statistic=figure_statistic(source))
     note = ""
-    if interval and figure is not None and not interval[0] <= figure <= interval[1]:
+    if interval and not rounds and figure is not None and not interval[0] <= figure <= interval[1]:
         note = (f"the interval of {len(samples)} {source} leaves out the figure "
                 f"{figure:,.0f}: the samples are too few or too skewed to bound it")  # fmt: skip
+    geomean = central(samples) if rounds and len(samples) >= 2 else None
     return {
+        "rps_geomean": _round(geomean, 1),
         "rps_ci_low": _round(interval[0], 1) if interval else None,
         "rps_ci_high": _round(interval[1], 1) if interval else None,
         "rps_ci_source": source if interval else "",
         "rps_ci_note": note,
         "_rps_samples": samples,
         "_rps_flags": flags,
-        "two_states": two_states_text(samples) if source == ROUNDS else "",
+        "two_states": two_states_text(samples) if rounds else "",
     }
 
 
