@@ -6,9 +6,13 @@ figures and setting, and the comparison that tests it over one committed run:
 
 - `ratio`: figure a over figure b is `expected` (b may be a constant, `{value = 9}`);
 - `greater` / `less`: figure a above / below each figure b;
-- `bound`: figure a within `at_least` .. `at_most` in every round.
+- `bound`: figure a within `at_least` .. `at_most` in every round; with
+  `percentile`, the percentile the original claimed where the metric's stands in
+  for it (p75 for p80), the bound decides only what the stand-in can.
 
-A side is a stack name, or a table that overrides the claim's own settings
+`measured_otherwise` says how this replay measures the figure otherwise than the
+original did, where that alone can decide the verdict: the page shows it beside
+the verdict and counts such verdicts apart. A side is a stack name, or a table that overrides the claim's own settings
 (`{stack = "aspnetcore", scenario = "kb100"}`). The claim's `connections`,
 `quota` and `cores` may be lists: the claim is tested at each of them. Claims this
 project cannot test are listed under `[[untestable]]`, each with its reason.
@@ -92,6 +96,14 @@ class Claim:
     expected: float | None = None
     at_least: float | None = None
     at_most: float | None = None
+    # The percentile the original claimed, where the metric is another one standing in for
+    # it (the harness keeps p75 and p95, not p80 and p98): a bound then decides only what
+    # the stand-in can (then_and_now.judge_bound).
+    percentile: float | None = None
+    # How this replay measures the figure otherwise than the original did, where that alone
+    # can decide the verdict (RSS of every process against one docker stats figure): said
+    # beside the verdict and counted apart, so that it is not read as the stacks' change.
+    measured_otherwise: str = ""
     why: str = ""
 
 
@@ -170,6 +182,8 @@ def _claim(raw: dict, runs: dict) -> Claim:
         translation=raw.get("translation", "").strip(), then=raw["then"].strip(),
         run=raw["run"], kind=kind, metric=metric, a=_side(raw["a"]), b=b, grid=_grid(raw),
         expected=raw.get("expected"), at_least=raw.get("at_least"), at_most=raw.get("at_most"),
+        percentile=raw.get("percentile"),
+        measured_otherwise=raw.get("measured_otherwise", "").strip(),
         why=raw.get("why", "").strip(),
     )  # fmt: skip
 

@@ -32,6 +32,7 @@ claims it re-reads, so that one measurement is not counted as several findings.
 from __future__ import annotations
 
 import math
+import re
 import statistics
 from dataclasses import dataclass, field
 
@@ -210,6 +211,7 @@ def judge_bound(claim: Claim, comparison: Comparison) -> None:
               and (claim.at_most is None or v <= claim.at_most) for v in values]  # fmt: skip
     comparison.ratio = statistics.median(values) if values else None
     shown = ", ".join(f"{v:.3g}" for v in values)
+    can_hold, can_fail = stand_in_decides(claim)
     if values and all(inside):
         comparison.verdict, comparison.detail = HOLDS, f"every round within ({shown})"
     elif values and not any(inside):
@@ -217,6 +219,37 @@ def judge_bound(claim: Claim, comparison: Comparison) -> None:
     else:
         comparison.verdict = UNDECIDED
         comparison.detail = f"rounds on both sides ({shown})" if values else "no rounds"
+    undecidable = {HOLDS: (can_hold, "within"), FAILS: (can_fail, "outside")}
+    decided, side = undecidable.get(comparison.verdict, (True, ""))
+    if not decided:
+        measured, claimed = ordinal(metric_percentile(claim.metric)), ordinal(claim.percentile)
+        comparison.verdict = UNDECIDED
+        comparison.detail += (f", but the {measured} percentile {side} the bound does not put "
+                              f"the claimed {claimed} {side} it")  # fmt: skip
+
+
+def metric_percentile(metric: str) -> float | None:
+    """75 for latency_p75_ms; None for a figure that is not a percentile."""
+    found = re.fullmatch(r"latency_p(\d+)_ms", metric)
+    return float(found.group(1)) if found else None
+
+
+def ordinal(percentile: float | None) -> str:
+    return f"{percentile:g}th"
+
+
+def stand_in_decides(claim: Claim) -> tuple[bool, bool]:
+    """(can hold, can fail) for a bound on a percentile standing in for the claimed one. A
+    lower percentile under an upper bound can refute the claim (the claimed one is at least
+    as high) but not confirm it; a higher one the other way round; and the same for a lower
+    bound, reversed."""
+    measured = metric_percentile(claim.metric)
+    if claim.percentile is None or measured is None or measured == claim.percentile:
+        return True, True
+    lower = measured < claim.percentile
+    can_hold = (claim.at_most is None or not lower) and (claim.at_least is None or lower)
+    can_fail = (claim.at_most is None or lower) and (claim.at_least is None or not lower)
+    return can_hold, can_fail
 
 
 def judge_exact(claim: Claim, comparison: Comparison) -> None:

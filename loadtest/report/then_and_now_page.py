@@ -168,7 +168,7 @@ def claim_row(item: Judged, handout: str) -> str:
     why = "<br>".join(filter(None, (reread_text(item, handout), why)))
     title = f"[{cell(claim.title)}]({link})"
     return (f"| {title} (`{claim.source}`) | {cell(claim.then)} | {now} (`{item.run}`) | "
-            f"{MARKS[item.verdict]} | {why} |")  # fmt: skip
+            f"{verdict_mark(item)} | {why} |")  # fmt: skip
 
 
 def run_line(key: str, run: CommittedRun) -> str:
@@ -186,13 +186,25 @@ def run_line(key: str, run: CommittedRun) -> str:
     return text + "."
 
 
-def verdict_counts(judged: list[Judged]) -> str:
+def verdict_counts(judged: list[Judged], skip_none: bool = False) -> str:
     found = counts(judged)
-    return ", ".join(f"{found[v]} {v}" for v in VERDICTS)
+    return ", ".join(f"{found[v]} {v}" for v in VERDICTS if found[v] or not skip_none)
+
+
+def verdict_mark(item: Judged) -> str:
+    """The verdict, and beside it when the replay measured the figure otherwise."""
+    mark = MARKS[item.verdict]
+    return mark + (" (measured otherwise)" if item.claim.measured_otherwise else "")
 
 
 def count_line(judged: list[Judged], untestable: int) -> str:
     line = f"{len(judged)} claims tested: {verdict_counts(judged)}; {untestable} not testable here."
+    otherwise = [i for i in judged if i.claim.measured_otherwise and i.verdict != UNDECIDED]
+    if otherwise:
+        line += (f" {len(otherwise)} of those decided rest on a figure this replay measures "
+                 f"otherwise than the original did (each says how): "
+                 f"{verdict_counts(otherwise, skip_none=True)}, a difference of method, not "
+                 f"of the stacks.")  # fmt: skip
     own = own_figures(judged)
     if len(own) < len(judged):
         line += (f" {len(judged) - len(own)} of the {len(judged)} read again the figures of an "
@@ -271,8 +283,11 @@ def claim_section(number: int, item: Judged) -> list[str]:
         out += [f"In English: {claim.translation}", ""]
     now, why = now_text(item), why_text(item)
     out += ["| | |", "| --- | --- |", f"| figure then | {cell(claim.then)} |",
-            f"| figure now (`{item.run}`) | {now} |", f"| verdict | {MARKS[item.verdict]} |",
-            f"| by the rule | {why} |", ""]  # fmt: skip
+            f"| figure now (`{item.run}`) | {now} |", f"| verdict | {verdict_mark(item)} |",
+            f"| by the rule | {why} |"]  # fmt: skip
+    if claim.measured_otherwise:
+        out.append(f"| measured otherwise | {cell(claim.measured_otherwise)} |")
+    out.append("")
     reread = reread_text(item, "")
     return out + ([reread, ""] if reread else []) + ([claim.why, ""] if claim.why else [])
 

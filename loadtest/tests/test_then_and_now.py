@@ -23,6 +23,7 @@ from loadtest.report.then_and_now_page import (
     PAGE,
     TEMPLATE,
     claim_row,
+    claim_section,
     count_line,
     handout,
     handout_path,
@@ -313,3 +314,37 @@ def test_a_closed_loops_mean_latency_claim_reads_the_throughput_again(tmp_path):
     # Open loop: the offered rate sets requests/s, and the latency is a figure of its own.
     assert all(not item.rereads for item in tied(tmp_path / "open", {"rate": ["1000"]}))
     assert "read again" not in count_line(tied(tmp_path / "open2", {"rate": ["1000"]}), 0)
+
+
+def test_a_lower_percentile_standing_in_can_refute_an_upper_bound_not_confirm_it(tmp_path):
+    claim = ('kind = "bound"\nmetric = "latency_p75_ms"\nat_most = 4.5\npercentile = 80\n'
+             'a = "a"\n')  # fmt: skip
+
+    def rounds(p75: float) -> list[dict]:
+        made = rounds_of("a", [1000] * 3)
+        for r in made:
+            r["result"]["latency_ms"]["p75"] = p75
+        return made
+
+    [within] = made_up(tmp_path / "within", claim, rounds(3.0))
+    assert within.verdict == UNDECIDED, within.reasons
+    assert "the 75th percentile within the bound does not put the claimed 80th within it" in (
+        within.comparisons[0].detail)
+    [outside] = made_up(tmp_path / "outside", claim, rounds(6.0))
+    assert outside.verdict == FAILS, outside.reasons  # the 80th is at least the 75th
+    without = claim.replace("percentile = 80\n", "")
+    [read_as_is] = made_up(tmp_path / "as-is", without, rounds(3.0))
+    assert read_as_is.verdict == HOLDS
+
+
+def test_a_verdict_on_a_figure_measured_otherwise_says_so_and_is_counted_apart(tmp_path):
+    claim = ('kind = "ratio"\nmetric = "header_bytes"\nexpected = 1.0\na = "a"\n'
+             'b = {value = 40}\nmeasured_otherwise = "the contract\'s headers, not the original\'s"\n')
+    [judged] = made_up(tmp_path, claim, rounds_of("a", [1000] * 3))
+    assert judged.verdict == FAILS  # 90 bytes against 40
+    assert "**does not hold** (measured otherwise)" in claim_row(judged, "h.md")
+    line = count_line([judged], 0)
+    assert "1 of those decided rest on a figure this replay measures otherwise" in line
+    assert "1 does not hold, a difference of method" in line
+    section = claim_section(1, judged)
+    assert "| measured otherwise | the contract's headers, not the original's |" in section
