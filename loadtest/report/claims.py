@@ -12,7 +12,8 @@ figures and setting, and the comparison that tests it over one committed run:
 
 `measured_otherwise` says how this replay measures the figure otherwise than the
 original did, where that alone can decide the verdict: the page shows it beside
-the verdict and counts such verdicts apart. A side is a stack name, or a table that overrides the claim's own settings
+the verdict and counts such verdicts apart. `[sources]` names each source text a claim cites by its author, title, where and
+when it appeared: the texts themselves are not in the repository. A side is a stack name, or a table that overrides the claim's own settings
 (`{stack = "aspnetcore", scenario = "kb100"}`). The claim's `connections`,
 `quota` and `cores` may be lists: the claim is tested at each of them. Claims this
 project cannot test are listed under `[[untestable]]`, each with its reason.
@@ -24,7 +25,7 @@ from __future__ import annotations
 import itertools
 import re
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from loadtest.core.manifest import REPO_ROOT
@@ -127,6 +128,9 @@ class Experiment:
     untestable: tuple[Untestable, ...]
     order: int = 0  # the experiment's place on the page
     notes: str = ""  # prose after the tables: how figures were checked by hand
+    # Each source text by its file name: its author, title, where and when it appeared.
+    # The texts are not in the repository (SEEDS_DIR); this is how a reader finds them.
+    sources: dict[str, str] = field(default_factory=dict)
 
 
 def load_all(folder: Path = EXPERIMENTS_DIR) -> list[Experiment]:
@@ -140,9 +144,13 @@ def load(path: Path) -> Experiment:
         runs = dict(data["runs"])
         claims = tuple(_claim(c, runs) for c in data.get("claim", []))
         untestable = tuple(_untestable(u) for u in data.get("untestable", []))
+        sources = dict(data["sources"])
+        unnamed = sorted({said.source for said in (*claims, *untestable)} - set(sources))
+        if unnamed:
+            raise ValueError(f"[sources] does not name {', '.join(unnamed)}")
         return Experiment(data["experiment"], data["title"], path, data.get("intro", "").strip(),
                           runs, claims, untestable, int(data.get("order", 0)),
-                          data.get("notes", "").strip())  # fmt: skip
+                          data.get("notes", "").strip(), sources)  # fmt: skip
     except (KeyError, TypeError, ValueError) as exc:
         raise ClaimError(f"{path.name}: {exc}") from exc
 

@@ -216,7 +216,8 @@ def count_line(judged: list[Judged], untestable: int) -> str:
 def experiment_section(judgement: Judgement, page_dir: Path) -> str:
     experiment = judgement.experiment
     handout = relative(handout_path(experiment), page_dir)
-    out = [f"## {experiment.title}", "", experiment.intro, ""]
+    out = [f"## {experiment.title}", "", experiment.intro, "", "Sources:", ""]
+    out += source_lines(experiment) + [""]
     out += [count_line(judgement.judged, len(experiment.untestable)), "", "Runs:", ""]
     out += [run_line(key, run) for key, run in judgement.runs.items()]
     out += ["", "| claim (source) | then | now (run) | verdict | why |", "| --- | --- | --- | --- | --- |"]
@@ -227,6 +228,10 @@ def experiment_section(judgement: Judgement, page_dir: Path) -> str:
             f"{cell(u.reason)} |" for u in experiment.untestable]  # fmt: skip
     out += ["", experiment.notes] if experiment.notes else []
     return "\n".join(out)
+
+
+def source_lines(experiment: Experiment) -> list[str]:
+    return [f"- `{name}`: {text}" for name, text in experiment.sources.items()]
 
 
 def said(words: str, translation: str) -> str:
@@ -268,6 +273,7 @@ def handout(judgement: Judgement) -> str:
            "of its rounds; a ratio is that of the rounds' geometric means, which the rule "
            "tests, so where the rounds spread it need not equal the ratio of the two medians "
            "shown.", ""]  # fmt: skip
+    out += ["Sources:", ""] + source_lines(experiment) + [""]
     out += [run_line(key, run) for key, run in judgement.runs.items()] + [""]
     for number, item in enumerate(judgement.judged, 1):
         out += claim_section(number, item)

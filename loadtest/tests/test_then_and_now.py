@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from loadtest.bench.results import RESULTS_FILE
-from loadtest.report.claims import SEEDS_DIR, Setting, load, load_all, quote_found
+from loadtest.report.claims import (SEEDS_DIR, ClaimError, Setting, load, load_all,
+                                     quote_found)  # fmt: skip
 from loadtest.report.run_rounds import MEASUREMENTS_DIR, open_run
 from loadtest.report.then_and_now import FAILS, HOLDS, UNDECIDED, judge_experiment
 from loadtest.report.then_and_now_page import (
@@ -37,6 +38,8 @@ SUMMARY_ONLY_RUN = "20261128-143713-ab-2017"
 CLAIM = """
 experiment = "probe"
 title = "probe"
+[sources]
+"003_2806dc8988859c0a.txt" = "the 2019 workday post"
 [runs]
 run = "{run}"
 [[claim]]
@@ -183,6 +186,8 @@ def test_a_quote_that_is_not_in_the_source_is_caught():
 SYNTHETIC = """
 experiment = "made-up"
 title = "made-up"
+[sources]
+"none.txt" = "a made-up source"
 [runs]
 run = "made-up-run"
 [[claim]]
@@ -258,6 +263,8 @@ def test_the_bytes_of_an_answer_are_read_from_flagged_rounds(tmp_path):
 TIED = """
 experiment = "tied"
 title = "tied"
+[sources]
+"none.txt" = "a made-up source"
 [runs]
 run = "tied-run"
 [[claim]]
@@ -348,3 +355,13 @@ def test_a_verdict_on_a_figure_measured_otherwise_says_so_and_is_counted_apart(t
     assert "1 does not hold, a difference of method" in line
     section = claim_section(1, judged)
     assert "| measured otherwise | the contract's headers, not the original's |" in section
+
+
+def test_every_source_a_claim_cites_is_named_by_its_experiment(tmp_path):
+    for experiment in load_all():
+        assert all(experiment.sources.values()), experiment.name
+    unnamed = tmp_path / "unnamed.toml"
+    unnamed.write_text(SYNTHETIC.replace('"none.txt" = "a made-up source"\n', "")
+                       + 'kind = "bound"\nmetric = "errors"\nat_most = 0\na = "a"\n')
+    with pytest.raises(ClaimError, match=r"unnamed.toml: \[sources\] does not name none.txt"):
+        load(unnamed)
