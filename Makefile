@@ -153,9 +153,9 @@ report: bootstrap ## Regenerate tables, charts and report.html of a run: make re
 	@$(HARNESS) report $(RUN)
 
 .PHONY: compare
-compare: bootstrap ## Compare two runs (ratio per case with its interval, what changed): make compare RUNS=<old>,<new>
-	@test -n "$(RUNS)" || { echo "usage: make compare RUNS=<old-run-id>,<new-run-id>  (see results/index.html)"; exit 2; }
-	@$(HARNESS) compare '$(RUNS)'
+compare: bootstrap ## Compare two runs, or two stacks of one run (ratio per case with its interval): make compare RUNS=<old>,<new> | RUN=<run> SERVERS=<old>,<new>
+	@test -n "$(RUNS)$(RUN)" || { echo "usage: make compare RUNS=<old-run-id>,<new-run-id>, or RUN=<run-id> SERVERS=<old-stack>,<new-stack>  (see results/index.html)"; exit 2; }
+	@$(HARNESS) compare $(if $(RUNS),'$(RUNS)','$(RUN)' --stacks '$(SERVERS)')
 
 .PHONY: then-and-now
 then-and-now: bootstrap ## Judge the four experiments' claims on the committed runs; writes docs/measurements/then-and-now.md and the handouts

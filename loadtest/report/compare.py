@@ -243,6 +243,49 @@ def compare(old_folder: Path, new_folder: Path, out_root: Path,
     return folder
 
 
+def compare_stacks(folder: Path, old_stack: str, new_stack: str, out_root: Path,
+                   leave_out_flagged: bool = False) -> Path:  # fmt: skip
+    """Two stacks of one run compared case by case, `old_stack` as old: what the
+    leaderboard's gap says of neighbours, for any pair (one invocation: the run's offset
+    falls on both). Writes compare-<run>-<old>-vs-<new>/ under `out_root`; returns its
+    folder. Raises CompareError."""
+    run, cases = load_run(folder, leave_out_flagged)
+    cases = settings_of_the_run(cases)
+    present = sorted({key[0] for key in cases})
+    missing = [stack for stack in (old_stack, new_stack) if stack not in present]
+    if missing or old_stack == new_stack:
+        raise CompareError(f"{folder.name}: give two of its stacks, old first "
+                           f"({'no ' + ', '.join(missing) + '; ' if missing else ''}"
+                           f"it measured {', '.join(present)})")  # fmt: skip
+    pair = f"{new_stack} / {old_stack}"
+    old, new = side_cases(cases, old_stack, pair), side_cases(cases, new_stack, pair)
+    if not set(old) & set(new):
+        raise CompareError(f"{folder.name}: {old_stack} and {new_stack} share no case "
+                           "(scenario, connections, tool, rate, quota, cores)")  # fmt: skip
+    result = Comparison(
+        f"serverlab comparison: {old_stack} as old -> {new_stack} as new, run {folder.name}",
+        compared_cases(old, new, WITHIN), stack_lines(run, old_stack, new_stack),
+        only_in(old, new), only_in(new, old),
+        noise_line(host_noise([out_root, folder.parent], run), run),
+        f"The unit: {WITHIN.source}. The comparisons are corrected together as this pair's "
+        "cases; the leaderboard corrects each gap with every other gap of the run.",
+        f"{run['_left_out']} flagged rounds left out (FLAGGED=leave-out)." if leave_out_flagged
+        else "",
+    )  # fmt: skip
+    out = out_root / f"compare-{folder.name}-{old_stack}-vs-{new_stack}"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "compare.md").write_text(markdown(result))
+    (out / "compare.html").write_text(page(result, ratio_chart(result.cases)))
+    return out
+
+
+def stack_lines(run: dict, *stacks: str) -> list[str]:
+    """Each stack with the runtime it ran on, as run.json recorded it."""
+    runtimes = run.get("runtime_versions") or {}
+    return [f"{stack}: " + (", ".join(str(v) for v in (runtimes.get(stack) or {}).values())
+                            or "no runtime recorded") for stack in stacks]  # fmt: skip
+
+
 # An A/B run's comparison of its sides, in the run's own folder.
 AB_FILE, AB_PAGE = "ab.md", "ab.html"
 
@@ -361,7 +404,7 @@ def markdown(result: Comparison) -> str:
     out += [f"{result.in_both()}.", ""]
     out += ["| " + " | ".join(HEAD) + " |", "|" + " --- |" * len(HEAD)]
     out += ["| " + " | ".join(row) + " |" for row in rows]
-    out += ["", "## What changed between the runs", ""]
+    out += ["", "## What differs between the two sides", ""]
     out += [f"- {line}" for line in changes] or ["- nothing recorded differs"]
     if gone or added:
         out += ["", "## Cases in one run only", ""]
@@ -390,6 +433,6 @@ def page(result: Comparison, chart: dict | None) -> str:
             f"<h1>{html.escape(title)}</h1>"
             + "".join(f"<p>{html.escape(line)}</p>" for line in heads(result)) +
             f"<p>{html.escape(result.in_both())}.</p>"
-            + "".join(chart_div(figure) for figure in figures) + table(HEAD, rows) + f"<h2>What changed between the runs</h2><ul>{items}</ul>"
+            + "".join(chart_div(figure) for figure in figures) + table(HEAD, rows) + f"<h2>What differs between the two sides</h2><ul>{items}</ul>"
             + (f"<h2>Cases in one run only</h2><ul>{one_side}</ul>" if one_side else "")
             + scripts(figures) + "</body></html>\n")  # fmt: skip

@@ -13,10 +13,10 @@ import shutil
 import pytest
 
 from loadtest.bench.results import RESULTS_FILE, RUN_FILE, read_records
-from loadtest.core.change import DEFAULT_RUN_TO_RUN_SD
+from loadtest.core.change import DEFAULT_RUN_TO_RUN_SD, central
 from loadtest.core.manifest import REPO_ROOT
 from loadtest.report.aa import analyse
-from loadtest.report.compare import compare
+from loadtest.report.compare import CompareError, compare, compare_stacks
 from loadtest.report.flags import JIT_UNREAD, mark_rounds
 from loadtest.report.leaderboard import LEADERBOARD_HEAD, gap_pairs, ranked_rows
 from loadtest.report.render import boards
@@ -132,3 +132,24 @@ def test_flagged_rounds_are_marked_where_the_figure_is_and_can_be_left_out(tmp_p
     flag_column = LEADERBOARD_HEAD.index("flagged rounds")
     cells = [cell[flag_column] for _, board in boards(rows) for cell in board]
     assert any(cell != "-" for cell in cells), cells
+
+
+def test_two_stacks_of_one_run_are_compared_case_by_case_as_one_invocation(tmp_path):
+    folder = compare_stacks(WORKDAY, "spring-mvc", "aspnetcore", tmp_path)
+    text = (folder / "compare.md").read_text()
+    assert "spring-mvc as old -> aspnetcore as new" in text
+    assert "The unit: both sides are rounds of one invocation" in text
+    assert "- aspnetcore: Microsoft.AspNetCore.App" in text  # what each side ran on
+    rows = [[cell.strip() for cell in line.strip("|").split(" | ")]
+            for line in text.splitlines() if line.startswith("| aspnetcore / spring-mvc |")]
+    records = [r for r in read_records(WORKDAY / RESULTS_FILE)
+               if r.get("kind") == "measurement" and r.get("status") == "ok"]  # fmt: skip
+    assert {row[2] for row in rows} == {"16", "64", "256"}
+    for row in rows:
+        rounds = {stack: [r["result"]["rps"] for r in records if r["stack"] == stack
+                          and r["scenario"] == "workday" and str(r["connections"]) == row[2]]
+                  for stack in ("spring-mvc", "aspnetcore")}  # fmt: skip
+        assert float(row[6]) == pytest.approx(
+            central(rounds["aspnetcore"]) / central(rounds["spring-mvc"]), abs=0.001)
+    with pytest.raises(CompareError, match="no gin; it measured aspnetcore"):
+        compare_stacks(WORKDAY, "gin", "aspnetcore", tmp_path)
