@@ -236,7 +236,11 @@ def compare(old_folder: Path, new_folder: Path, out_root: Path,
         f"{left_out} flagged rounds left out (FLAGGED=leave-out)." if leave_out_flagged else "",
         caution(changes),
     )  # fmt: skip
-    folder = out_root / f"compare-{old_folder.name}-vs-{new_folder.name}"
+    return write_comparison(result, out_root / f"compare-{old_folder.name}-vs-{new_folder.name}")
+
+
+def write_comparison(result: Comparison, folder: Path) -> Path:
+    """compare.md and compare.html into `folder`; returns it."""
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "compare.md").write_text(markdown(result))
     (folder / "compare.html").write_text(page(result, ratio_chart(result.cases)))
@@ -272,11 +276,7 @@ def compare_stacks(folder: Path, old_stack: str, new_stack: str, out_root: Path,
         f"{run['_left_out']} flagged rounds left out (FLAGGED=leave-out)." if leave_out_flagged
         else "",
     )  # fmt: skip
-    out = out_root / f"compare-{folder.name}-{old_stack}-vs-{new_stack}"
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "compare.md").write_text(markdown(result))
-    (out / "compare.html").write_text(page(result, ratio_chart(result.cases)))
-    return out
+    return write_comparison(result, out_root / f"compare-{folder.name}-{old_stack}-vs-{new_stack}")
 
 
 def stack_lines(run: dict, *stacks: str) -> list[str]:
