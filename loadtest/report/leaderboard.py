@@ -45,7 +45,9 @@ LEADERBOARD_NOTE = (
     "run do not show run-to-run noise). 'flagged rounds' counts the rounds carrying a flag "
     f"(COLD, DRIFTED, NOT-STEADY, client-bound...), those where the {JIT_UNREAD}, and "
     f"{TWO_STATES} with both states; "
-    "FLAGGED=leave-out ranks without the flagged ones. "
+    "A gap is tested over flagged rounds too, so read its verdict with the flags of both "
+    "rows (docs/measurements/then-and-now.md decides nothing on a flagged figure); "
+    "FLAGGED=leave-out ranks and tests without them. "
     "A figure marked (?) was limited by neither side and is not the stack's capacity."
 )
 
