@@ -12,8 +12,11 @@ figures and setting, and the comparison that tests it over one committed run:
 
 `measured_otherwise` says how this replay measures the figure otherwise than the
 original did, where that alone can decide the verdict: the page shows it beside
-the verdict and counts such verdicts apart. `[sources]` names each source text a claim cites by its author, title, where and
-when it appeared: the texts themselves are not in the repository. A side is a stack name, or a table that overrides the claim's own settings
+the verdict and counts such verdicts apart. `[sources]` names each source text a
+claim cites by its author, title, where and when it appeared: the texts
+themselves are not in the repository.
+
+A side is a stack name, or a table that overrides the claim's own settings
 (`{stack = "aspnetcore", scenario = "kb100"}`). The claim's `connections`,
 `quota` and `cores` may be lists: the claim is tested at each of them. Claims this
 project cannot test are listed under `[[untestable]]`, each with its reason.

@@ -233,10 +233,14 @@ def compare(old_folder: Path, new_folder: Path, out_root: Path,
         compared_cases(old_cases, new_cases, spread), changes,
         only_in(old_cases, new_cases), only_in(new_cases, old_cases),
         noise_line(host_noise(evidence, new_run), new_run), f"The unit: {spread.source}.",
-        f"{left_out} flagged rounds left out (FLAGGED=leave-out)." if leave_out_flagged else "",
-        caution(changes),
+        left_out_line(left_out, leave_out_flagged), caution(changes),
     )  # fmt: skip
     return write_comparison(result, out_root / f"compare-{old_folder.name}-vs-{new_folder.name}")
+
+
+def left_out_line(count: int, leave_out_flagged: bool) -> str:
+    """How many flagged rounds FLAGGED=leave-out left out ("" when it was not asked)."""
+    return f"{count} flagged rounds left out (FLAGGED=leave-out)." if leave_out_flagged else ""
 
 
 def write_comparison(result: Comparison, folder: Path) -> Path:
@@ -273,8 +277,7 @@ def compare_stacks(folder: Path, old_stack: str, new_stack: str, out_root: Path,
         noise_line(host_noise([out_root, folder.parent], run), run),
         f"The unit: {WITHIN.source}. The comparisons are corrected together as this pair's "
         "cases; the leaderboard corrects each gap with every other gap of the run.",
-        f"{run['_left_out']} flagged rounds left out (FLAGGED=leave-out)." if leave_out_flagged
-        else "",
+        left_out_line(run["_left_out"], leave_out_flagged),
     )  # fmt: skip
     return write_comparison(result, out_root / f"compare-{folder.name}-{old_stack}-vs-{new_stack}")
 
@@ -314,8 +317,7 @@ def compare_sides(folder: Path, leave_out_flagged: bool = False, drawn: bool = T
         noise_line(host_noise(aa_root or folder.parent, run), run),
         f"The unit: {WITHIN.source}; the rounds alternate the sides, each start fresh, in the "
         "order the run's seed shuffled, beside the nginx ceiling.",
-        f"{run['_left_out']} flagged rounds left out (FLAGGED=leave-out)." if leave_out_flagged
-        else "",
+        left_out_line(run["_left_out"], leave_out_flagged),
     )  # fmt: skip
     (folder / AB_FILE).write_text(markdown(result))
     if drawn:

@@ -212,20 +212,21 @@ def judge_bound(claim: Claim, comparison: Comparison) -> None:
     comparison.ratio = statistics.median(values) if values else None
     shown = ", ".join(f"{v:.3g}" for v in values)
     can_hold, can_fail = stand_in_decides(claim)
+    short_of = ""  # where a stand-in percentile falls that cannot decide the claim
     if values and all(inside):
         comparison.verdict, comparison.detail = HOLDS, f"every round within ({shown})"
+        short_of = "" if can_hold else "within"
     elif values and not any(inside):
         comparison.verdict, comparison.detail = FAILS, f"no round within ({shown})"
+        short_of = "" if can_fail else "outside"
     else:
         comparison.verdict = UNDECIDED
         comparison.detail = f"rounds on both sides ({shown})" if values else "no rounds"
-    undecidable = {HOLDS: (can_hold, "within"), FAILS: (can_fail, "outside")}
-    decided, side = undecidable.get(comparison.verdict, (True, ""))
-    if not decided:
+    if short_of:
         measured, claimed = ordinal(metric_percentile(claim.metric)), ordinal(claim.percentile)
         comparison.verdict = UNDECIDED
-        comparison.detail += (f", but the {measured} percentile {side} the bound does not put "
-                              f"the claimed {claimed} {side} it")  # fmt: skip
+        comparison.detail += (f", but the {measured} percentile {short_of} the bound does not "
+                              f"put the claimed {claimed} {short_of} it")  # fmt: skip
 
 
 def metric_percentile(metric: str) -> float | None:
